@@ -1,0 +1,42 @@
+# Two entry points that work on a fresh machine: `make demo` and `make test`.
+# Each installs what it needs on first use (.venv, Python packages, anvil) and is fast the second time.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ANVIL_STAMP := .tools/node_modules/.bin/anvil
+
+.PHONY: demo test test-fast lint bench install anvil clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# anvil (Foundry's local node) for chain tests and the demo; an anvil already on PATH is used as is.
+$(ANVIL_STAMP):
+	@if command -v anvil >/dev/null 2>&1; then mkdir -p .tools/node_modules/.bin && ln -sf "$$(command -v anvil)" $(ANVIL_STAMP); \
+	else mkdir -p .tools && cd .tools && npm install --silent --no-audit --no-fund @foundry-rs/anvil@1.7.1 >/dev/null; fi
+
+anvil: $(ANVIL_STAMP)
+
+demo: install anvil
+	$(BIN)/custody demo
+
+test: install anvil
+	$(BIN)/pytest -n 2 --dist loadgroup -q
+
+test-fast: install
+	$(BIN)/pytest -q -m "not slow"
+
+lint: install
+	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals
+
+bench: install
+	$(BIN)/python -m bench.ledger_bench
+
+clean:
+	rm -rf $(VENV) .tools var .pytest_cache

@@ -1,0 +1,125 @@
+"""The database engine: an embedded PostgreSQL or a configured URL, and the application role.
+
+The engine's sessions never run as a superuser: when the login is one (as with the embedded
+database), every new connection switches to the application role, which may only SELECT and
+INSERT on the ledger tables. Migrations run on a separate owner engine (``owner_engine``).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from config.errors import DatabaseUnavailable
+from config.settings import Settings, get_settings
+
+_lock = threading.Lock()
+_embedded: dict[Path, str] = {}
+
+
+def embedded_url(data_dir: Path) -> str:
+    """Start (or reuse) the embedded PostgreSQL under ``data_dir`` and return its URL."""
+    data_dir = data_dir.resolve()
+    with _lock:
+        if data_dir in _embedded:
+            return _embedded[data_dir]
+        data_dir.mkdir(parents=True, exist_ok=True)
+        # pgserver asks platformdirs for a runtime directory, which warns when XDG_RUNTIME_DIR is
+        # unset (as under root in CI); the fallback it picks is fine for us.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                import pgserver
+
+                server = pgserver.get_server(str(data_dir), cleanup_mode="stop")
+            except Exception as exc:
+                raise DatabaseUnavailable(
+                    f"cannot start embedded PostgreSQL in {data_dir}: {exc}"
+                ) from exc
+        uri = server.get_uri()
+        url = to_sqlalchemy_url(uri)
+        _embedded[data_dir] = url
+        return url
+
+
+def to_sqlalchemy_url(uri: str) -> str:
+    """Make a libpq URI usable by SQLAlchemy with psycopg 3."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if uri.startswith(prefix):
+            return "postgresql+psycopg://" + uri[len(prefix) :]
+    return uri
+
+
+def database_url(settings: Settings | None = None) -> str:
+    """The URL this process uses: the configured one, or the embedded server's."""
+    settings = settings or get_settings()
+    if settings.database_url:
+        return to_sqlalchemy_url(settings.database_url)
+    return embedded_url(settings.data_dir)
+
+
+def with_database(url: str, name: str) -> str:
+    """The same server URL pointing at another database."""
+    return sa.make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def make_engine(
+    url: str,
+    *,
+    app_role: str | None = "custody_app",
+    pool_size: int = 10,
+    statement_timeout_ms: int = 30_000,
+    **kwargs: Any,
+) -> Engine:
+    """An engine whose connections run as ``app_role`` (when the login may switch to it)."""
+    engine = sa.create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=False,
+        **kwargs,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Runs once per physical connection: switch away from a superuser login so that the
+        # grants (SELECT/INSERT only on ledger tables) and the triggers hold for this session.
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SET statement_timeout = {int(statement_timeout_ms)}")
+            if app_role:
+                cur.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+                row = cur.fetchone()
+                if row and row[0]:
+                    cur.execute(f'SET ROLE "{app_role}"')
+        dbapi_conn.commit()
+
+    return engine
+
+
+_engines: dict[str, Engine] = {}
+
+
+def get_engine(settings: Settings | None = None) -> Engine:
+    """The process-wide application engine (created on first use)."""
+    settings = settings or get_settings()
+    url = database_url(settings)
+    with _lock:
+        if url not in _engines:
+            _engines[url] = make_engine(
+                url,
+                app_role=settings.app_role,
+                pool_size=settings.pool_size,
+                statement_timeout_ms=settings.statement_timeout_ms,
+            )
+        return _engines[url]
+
+
+def owner_engine(url: str) -> Engine:
+    """An engine that keeps the login's own role: for migrations and administration only."""
+    return sa.create_engine(url, poolclass=sa.pool.NullPool)

@@ -1,0 +1,21 @@
+"""The double-entry ledger: the only source of truth about whose money is where.
+
+Design in brief (DESIGN.md section 4):
+
+- Amounts are ``int`` minor units; postings are signed (debit positive, credit negative) and
+  stored as ``NUMERIC(39,0)`` inside the signed 128-bit range. Each asset stores its scale.
+- ``service.post`` / ``service.post_batch`` are the only write path. They validate in Python
+  (``model``) and call one set-based PostgreSQL function, ``ledger_post_batch``, which locks the
+  balance rows in account-id order, judges every item (idempotent replay, conflict, insufficient
+  funds, period rules, reversal limits), and writes transactions, postings and the balance
+  projection in the same database transaction.
+- The database enforces the rules again: balanced per asset at commit, append-only tables, the
+  asset of a posting equals its account's, non-zero amounts, flags as CHECKs on the projection,
+  and an application role with only SELECT and INSERT on the ledger tables.
+- ``account_balances`` is a cache of the postings: ``integrity`` rebuilds it (from the newest
+  verified checkpoint forward) and verifies it, along with the trial balance and the custody
+  invariant.
+- Bitemporal: every transaction has ``effective_at`` (value date) and ``recorded_at`` (set by the
+  database); balances can be asked as of one and as known at the other. Closed periods refuse
+  entries unless they are explicit out-of-period adjustments.
+"""

@@ -1,0 +1,175 @@
+"""Integrity of the ledger: verify, rebuild the balance projection, take checkpoints.
+
+``verify`` returns discrepancies as data (it never raises for a finding): trial balance per
+asset, stored balance = replay (balance and version), flags respected, custody = customer
+liabilities per asset, every transaction balanced and non-empty, reversals and closings within
+their originals, checkpoint digests intact. It replays from the newest verified checkpoint, or
+from the first posting with ``full=True``.
+
+``rebuild_balances`` recomputes the projection account by account under the same row locks the
+post function takes, so it is safe while postings continue (no lost update).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from config.uow import UnitOfWork, run_in_transaction
+from ledger import chart
+from ledger import repository as repo
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Discrepancy:
+    """One finding of ``verify``: what drifted, where, expected and observed values."""
+
+    kind: str
+    subject: str
+    expected: str
+    observed: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.subject}: expected {self.expected}, observed {self.observed}"
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Result of ``verify``."""
+
+    discrepancies: list[Discrepancy]
+    accounts: int
+    checkpoint_id: int | None
+    replayed_from_posting_id: int
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing drifted."""
+        return not self.discrepancies
+
+
+def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
+    """Check every ledger invariant in one consistent snapshot; see the module docstring."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            conn.execute(sa.text("SET TRANSACTION READ ONLY"))
+            base = None if full else repo.newest_verified_checkpoint(conn)
+            found: list[Discrepancy] = []
+            if base is not None:
+                digest = repo.checkpoint_digest(conn, base)
+                if digest != base.digest:
+                    found.append(Discrepancy("checkpoint_digest", f"checkpoint {base.id}",
+                                             base.digest, digest))
+            states = repo.account_states(conn, base)
+            found += _account_findings(states)
+            lo = base.through_posting_id if base else 0
+            for txid, asset, total in repo.unbalanced_transactions(conn, lo):
+                found.append(Discrepancy("transaction_unbalanced", f"transaction {txid} {asset}",
+                                         "0", str(total)))
+            for txid in repo.transactions_without_postings(conn):
+                found.append(Discrepancy("transaction_empty", f"transaction {txid}",
+                                         ">= 2 postings", "0"))
+            for kind, pid, amount, used in repo.over_consumed_postings(conn):
+                found.append(Discrepancy(f"posting_over_{kind}", f"posting {pid}",
+                                         f"|{kind}| <= {abs(amount)}, opposite sign", str(used)))
+    return VerifyReport(found, len(states), base.id if base else None, lo)
+
+
+def _account_findings(states: list[repo.AccountState]) -> list[Discrepancy]:
+    found = []
+    trial_stored: dict[str, int] = defaultdict(int)
+    trial_replayed: dict[str, int] = defaultdict(int)
+    custody: dict[str, int] = defaultdict(int)
+    liabilities: dict[str, int] = defaultdict(int)
+    for s in states:
+        subject = f"{s.code} ({s.asset_code})"
+        trial_replayed[s.asset_code] += s.replayed
+        if s.stored is None:
+            found.append(Discrepancy("balance_missing", subject, str(s.replayed), "no row"))
+        else:
+            trial_stored[s.asset_code] += s.stored
+            if (s.stored, s.stored_version) != (s.replayed, s.replayed_version):
+                found.append(Discrepancy(
+                    "balance_drift", subject,
+                    f"{s.replayed} (version {s.replayed_version})",
+                    f"{s.stored} (version {s.stored_version})"))
+        if (s.dnec and s.replayed > 0) or (s.cned and s.replayed < 0):
+            found.append(Discrepancy("flag_violated", subject, "within its flag", str(s.replayed)))
+        if chart.is_custody(s.code):
+            custody[s.asset_code] += s.replayed
+        elif chart.is_customer_liability(s.code):
+            liabilities[s.asset_code] -= s.replayed
+    for asset in sorted(trial_replayed):
+        if trial_replayed[asset] != 0:
+            found.append(Discrepancy("trial_balance", f"{asset} postings", "0",
+                                     str(trial_replayed[asset])))
+        if trial_stored.get(asset, 0) != 0:
+            found.append(Discrepancy("trial_balance", f"{asset} stored balances", "0",
+                                     str(trial_stored[asset])))
+    for asset in sorted(set(custody) | set(liabilities)):
+        if custody[asset] != liabilities[asset]:
+            found.append(Discrepancy("custody_mismatch", f"{asset} custody vs customer liabilities",
+                                     str(liabilities[asset]), str(custody[asset])))
+    return found
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """Result of ``rebuild_balances``."""
+
+    accounts: int
+    corrected: int
+    checkpoint_id: int | None
+
+
+def rebuild_balances(
+    engine: Engine, *, batch_size: int = 500, progress: Progress | None = None
+) -> RebuildReport:
+    """Recompute every stored balance from the newest verified checkpoint and the postings.
+
+    Missing rows are recreated. Each batch of accounts is locked in id order (as posting does),
+    replayed and corrected in one short transaction, so postings may continue meanwhile.
+    """
+    with UnitOfWork(engine) as uow:
+        ids = repo.account_ids(uow.conn)
+        base = repo.newest_verified_checkpoint(uow.conn)
+    corrected = 0
+    for start in range(0, len(ids), batch_size):
+        chunk = ids[start : start + batch_size]
+
+        def fix(uow: UnitOfWork, chunk: list[int] = chunk) -> int:
+            stored = repo.lock_balances_for_rebuild(uow.conn, chunk)
+            replayed = repo.replay_accounts(uow.conn, base, chunk)
+            wrong = {a: v for a, v in replayed.items() if stored.get(a) != v}
+            if wrong:
+                repo.set_balances(uow.conn, wrong)
+            return len(wrong)
+
+        corrected += run_in_transaction(engine, fix)
+        if progress:
+            progress(min(start + batch_size, len(ids)), len(ids))
+    return RebuildReport(len(ids), corrected, base.id if base else None)
+
+
+def create_checkpoint(engine: Engine) -> repo.CheckpointRecord:
+    """Checkpoint every balance through the current posting watermark.
+
+    The watermark is read under the exclusive write gate (no posting in flight below it); the
+    checkpoint is then computed from the previous verified one in one REPEATABLE READ snapshot
+    and marked verified only if the stored balances agree with it and the postings after it.
+    """
+    watermark = run_in_transaction(engine, lambda uow: repo.posting_watermark(uow.conn))
+    with engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            base = repo.newest_verified_checkpoint(conn)
+            if base is not None and base.through_posting_id >= watermark:
+                return base
+            return repo.insert_checkpoint(conn, base, watermark)

@@ -1,0 +1,241 @@
+"""Pure types and rules of the ledger: entries, lines, validation, fingerprints, amounts.
+
+No database, no clock, no settings: plain values in, plain values (or errors) out.
+Postings are signed: a debit is positive, a credit negative. An account's balance on its normal
+side is the raw sum for debit-normal types (asset, expense) and minus the raw sum otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from typing import Any
+
+from ledger.errors import AmountInvalid, EntryInvalid
+
+#: Every amount and balance satisfies |x| < AMOUNT_LIMIT (signed 128-bit, as in the database).
+AMOUNT_LIMIT = 2**127
+KEY_LENGTH_MAX = 200
+LINES_MAX = 64
+
+
+class AccountType(StrEnum):
+    """The five account types; asset and expense are debit-normal."""
+
+    ASSET = "asset"
+    LIABILITY = "liability"
+    EQUITY = "equity"
+    REVENUE = "revenue"
+    EXPENSE = "expense"
+
+    @property
+    def debit_normal(self) -> bool:
+        """Whether a debit increases the balance on this type's normal side."""
+        return self in (AccountType.ASSET, AccountType.EXPENSE)
+
+
+@dataclass(frozen=True)
+class Asset:
+    """A ledger asset; ``scale`` is the number of decimals of one minor unit."""
+
+    id: int
+    code: str
+    scale: int
+
+
+@dataclass(frozen=True)
+class Account:
+    """An account of one asset. Immutable once opened."""
+
+    id: int
+    code: str
+    asset: Asset
+    type: AccountType
+    debits_must_not_exceed_credits: bool = False
+    credits_must_not_exceed_debits: bool = False
+
+    def normal(self, raw_minor: int) -> int:
+        """The balance on this account's normal side, from a raw (debit-positive) sum."""
+        return raw_minor if self.type.debit_normal else -raw_minor
+
+
+@dataclass(frozen=True)
+class Line:
+    """One posting of an entry: signed minor units (debit positive), on one account."""
+
+    account: Account
+    amount_minor: int
+    closes_posting_id: int | None = None
+    reverses_posting_id: int | None = None
+
+
+def debit(account: Account, amount_minor: int, **refs: int | None) -> Line:
+    """A debit of ``amount_minor`` (> 0) to ``account``."""
+    return Line(account, check_positive(amount_minor), **refs)
+
+
+def credit(account: Account, amount_minor: int, **refs: int | None) -> Line:
+    """A credit of ``amount_minor`` (> 0) to ``account``."""
+    return Line(account, -check_positive(amount_minor), **refs)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A request to post one ledger transaction (one business event)."""
+
+    idempotency_key: str
+    kind: str
+    effective_at: datetime
+    source: str
+    lines: tuple[Line, ...]
+    reference: str | None = None
+    reason: str | None = None
+    reverses_transaction_id: int | None = None
+    out_of_period: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def check_amount(value: object, *, what: str = "amount") -> int:
+    """Return ``value`` if it is an ``int`` with |value| < 2^127, else raise AmountInvalid.
+
+    Floats, Decimals and bools are refused even when integral: amounts are ``int`` inside the
+    engine, and conversion from text happens only at the edges (``parse_amount``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AmountInvalid(f"{what} must be an int in minor units, got {type(value).__name__}")
+    if not -AMOUNT_LIMIT < value < AMOUNT_LIMIT:
+        raise AmountInvalid(f"{what} {value} is outside the signed 128-bit range")
+    return value
+
+
+def check_positive(value: object, *, what: str = "amount") -> int:
+    """Like ``check_amount``, and the value must be > 0."""
+    amount = check_amount(value, what=what)
+    if amount <= 0:
+        raise AmountInvalid(f"{what} must be positive, got {amount}")
+    return amount
+
+
+def validate_entry(entry: Entry) -> None:
+    """Raise EntryInvalid unless ``entry`` is well formed and balanced per asset."""
+    if not entry.idempotency_key or len(entry.idempotency_key) > KEY_LENGTH_MAX:
+        raise EntryInvalid(f"idempotency key must have 1 to {KEY_LENGTH_MAX} characters")
+    if not entry.kind or len(entry.kind) > 64:
+        raise EntryInvalid("kind must have 1 to 64 characters")
+    if not entry.source or len(entry.source) > 200:
+        raise EntryInvalid("source must have 1 to 200 characters")
+    if entry.effective_at.tzinfo is None or entry.effective_at.utcoffset() is None:
+        raise EntryInvalid("effective_at must carry a time zone")
+    if not 2 <= len(entry.lines) <= LINES_MAX:
+        raise EntryInvalid(f"an entry has 2 to {LINES_MAX} lines, got {len(entry.lines)}")
+    totals: dict[int, int] = defaultdict(int)
+    for n, line in enumerate(entry.lines, start=1):
+        amount = check_amount(line.amount_minor, what=f"line {n} amount")
+        if amount == 0:
+            raise AmountInvalid(f"line {n} amount is zero")
+        totals[line.account.asset.id] += amount
+        if line.reverses_posting_id is not None and entry.reverses_transaction_id is None:
+            raise EntryInvalid(f"line {n} reverses a posting but the entry reverses nothing")
+    unbalanced = {asset: total for asset, total in totals.items() if total != 0}
+    if unbalanced:
+        codes = {ln.account.asset.id: ln.account.asset.code for ln in entry.lines}
+        detail = ", ".join(f"{codes[a]} off by {t}" for a, t in sorted(unbalanced.items()))
+        raise EntryInvalid(f"entry {entry.idempotency_key} does not balance per asset: {detail}")
+    try:
+        json.dumps(dict(entry.metadata))
+    except (TypeError, ValueError) as exc:
+        raise EntryInvalid(f"metadata must be JSON: {exc}") from exc
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(timezone.utc).isoformat()
+
+
+def fingerprint(entry: Entry) -> str:
+    """SHA-256 over the canonical form of everything the request asks for."""
+    canonical = {
+        "kind": entry.kind,
+        "effective_at": _iso(entry.effective_at),
+        "source": entry.source,
+        "reference": entry.reference,
+        "reason": entry.reason,
+        "reverses": entry.reverses_transaction_id,
+        "out_of_period": entry.out_of_period,
+        "metadata": entry.metadata,
+        "lines": [
+            [ln.account.id, str(ln.amount_minor), ln.closes_posting_id, ln.reverses_posting_id]
+            for ln in entry.lines
+        ],
+    }
+    blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def to_payload(entry: Entry) -> dict[str, Any]:
+    """The JSON item ``ledger_post_batch`` takes (amounts as decimal strings)."""
+    return {
+        "key": entry.idempotency_key,
+        "fp": fingerprint(entry),
+        "kind": entry.kind,
+        "ref": entry.reference,
+        "eff": _iso(entry.effective_at),
+        "reason": entry.reason,
+        "source": entry.source,
+        "rev": entry.reverses_transaction_id,
+        "oop": entry.out_of_period,
+        "meta": dict(entry.metadata),
+        "lines": [
+            {
+                "a": ln.account.id,
+                "s": ln.account.asset.id,
+                "m": str(ln.amount_minor),
+                "c": ln.closes_posting_id,
+                "r": ln.reverses_posting_id,
+            }
+            for ln in entry.lines
+        ],
+    }
+
+
+def format_amount(amount_minor: int, scale: int) -> str:
+    """Render minor units as an exact decimal string: ``format_amount(160, 2) == "1.60"``."""
+    check_amount(amount_minor)
+    sign = "-" if amount_minor < 0 else ""
+    digits = str(abs(amount_minor))
+    if scale == 0:
+        return sign + digits
+    digits = digits.rjust(scale + 1, "0")
+    return f"{sign}{digits[:-scale]}.{digits[-scale:]}"
+
+
+def parse_amount(text: str, scale: int) -> int:
+    """Parse a decimal string into minor units, exactly, or raise AmountInvalid.
+
+    ``parse_amount("1.6", 2) == 160``; ``parse_amount("1.605", 2)`` is refused (never rounded).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise AmountInvalid("amount must be a non-empty decimal string")
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation as exc:
+        raise AmountInvalid(f"not a decimal amount: {text!r}") from exc
+    if not value.is_finite():
+        raise AmountInvalid(f"not a finite amount: {text!r}")
+    scaled = value.scaleb(scale)
+    if scaled != scaled.to_integral_value():
+        raise AmountInvalid(f"{text} has more than {scale} decimals")
+    return check_amount(int(scaled))
+
+
+def net_by_account(lines: Sequence[Line]) -> dict[int, int]:
+    """Sum of the lines' amounts per account id."""
+    totals: dict[int, int] = defaultdict(int)
+    for line in lines:
+        totals[line.account.id] += line.amount_minor
+    return dict(totals)

@@ -1,0 +1,411 @@
+"""Use cases of the ledger: open accounts, post, reverse, read balances, close periods.
+
+Every function takes an open unit of work and never commits it: the caller decides what else
+belongs in the same database transaction (a deposit's "credited" history row, say) and retries
+the whole unit of work on serialization failures with ``config.uow.run_in_transaction``.
+``post_entry`` is the convenience that does both for a lone entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.engine import Engine
+
+from config.uow import UnitOfWork, run_in_transaction
+from ledger import chart, model
+from ledger import repository as repo
+from ledger.chart import AccountSpec
+from ledger.errors import (
+    AccountMismatch,
+    AccountNotFound,
+    AssetNotFound,
+    AssetScaleMismatch,
+    BalanceOutOfRange,
+    EntryInvalid,
+    IdempotencyConflict,
+    InsufficientFunds,
+    LedgerError,
+    NotOutOfPeriod,
+    PeriodCloseInvalid,
+    PeriodClosed,
+    ReversalExceedsOriginal,
+    ReversalMismatch,
+    TransactionNotFound,
+)
+from ledger.model import Account, Asset, Entry, Line
+
+#: Verdicts of ``ledger_post_batch`` that refuse an item, and the error each one means.
+REFUSALS: dict[str, type[LedgerError]] = {
+    "conflict": IdempotencyConflict,
+    "insufficient_funds": InsufficientFunds,
+    "period_closed": PeriodClosed,
+    "not_out_of_period": NotOutOfPeriod,
+    "reversal_exceeds": ReversalExceedsOriginal,
+    "mismatch": ReversalMismatch,
+    "balance_out_of_range": BalanceOutOfRange,
+}
+
+
+@dataclass(frozen=True)
+class Posted:
+    """The transaction an entry resolved to; ``replayed`` when it was posted before."""
+
+    transaction_id: int
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One item of a batch: posted/replayed with a transaction, or refused with an error."""
+
+    status: str
+    transaction_id: int | None
+    error: LedgerError | None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the item resolved to a transaction (posted now or before)."""
+        return self.error is None
+
+
+# --- assets and accounts ----------------------------------------------------------------------
+
+
+def open_asset(uow: UnitOfWork, code: str, scale: int) -> Asset:
+    """Open an asset (idempotent); an existing asset with another scale is an error."""
+    if not 0 <= scale <= 38:
+        raise EntryInvalid(f"scale must be between 0 and 38, got {scale}")
+    repo.insert_asset(uow.conn, code, scale)
+    asset = repo.get_asset(uow.conn, code)
+    assert asset is not None
+    if asset.scale != scale:
+        raise AssetScaleMismatch(f"asset {code} has scale {asset.scale}, not {scale}")
+    return asset
+
+
+def get_asset(uow: UnitOfWork, code: str) -> Asset:
+    """The asset ``code``, or AssetNotFound."""
+    asset = repo.get_asset(uow.conn, code)
+    if asset is None:
+        raise AssetNotFound(f"no asset {code}")
+    return asset
+
+
+def open_account(uow: UnitOfWork, spec: AccountSpec, asset: Asset) -> Account:
+    """Open the account ``spec`` in ``asset`` (idempotent; its balance row comes with it)."""
+    repo.insert_account(
+        uow.conn,
+        spec.code,
+        asset.id,
+        spec.type.value,
+        spec.debits_must_not_exceed_credits,
+        spec.credits_must_not_exceed_debits,
+    )
+    account = get_account(uow, spec.code, asset.code)
+    if (account.type, account.debits_must_not_exceed_credits,
+            account.credits_must_not_exceed_debits) != (
+            spec.type, spec.debits_must_not_exceed_credits, spec.credits_must_not_exceed_debits):
+        raise AccountMismatch(f"account {spec.code} ({asset.code}) exists with other type/flags")
+    return account
+
+
+def get_account(uow: UnitOfWork, code: str, asset_code: str) -> Account:
+    """The account ``code`` in ``asset_code``, or AccountNotFound."""
+    account = repo.get_account(uow.conn, code, asset_code)
+    if account is None:
+        raise AccountNotFound(f"no account {code} in {asset_code}")
+    return account
+
+
+def open_user_accounts(uow: UnitOfWork, user_id: str, asset: Asset) -> tuple[Account, Account]:
+    """The user's wallet and withdrawals accounts in ``asset``, opened if needed."""
+    return (
+        open_account(uow, chart.user_wallet(user_id), asset),
+        open_account(uow, chart.user_withdrawals(user_id), asset),
+    )
+
+
+# --- posting --------------------------------------------------------------------------------
+
+
+def post(uow: UnitOfWork, entry: Entry) -> Posted:
+    """Post one entry: the only way money moves.
+
+    Same key and same request: the first transaction, nothing moves (``replayed``). Same key,
+    another request: IdempotencyConflict. A flag that would be violated: InsufficientFunds, and
+    nothing is written. Retries on serialization failures belong to the caller's unit of work.
+    """
+    outcome = post_batch(uow, [entry])[0]
+    if outcome.error is not None:
+        raise outcome.error
+    assert outcome.transaction_id is not None
+    return Posted(outcome.transaction_id, outcome.status == "replayed")
+
+
+def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
+    """Post many independent entries in one database round trip.
+
+    Each entry keeps its own idempotency and its own verdict; a refused entry moves nothing and
+    does not fail the others. Entries are judged in order (an earlier credit can fund a later
+    debit). A malformed entry raises EntryInvalid before anything is sent.
+    """
+    for entry in entries:
+        model.validate_entry(entry)
+    payloads = [model.to_payload(e) for e in entries]
+    # The same key twice in one batch: send the first, answer the others from it.
+    first_by_key: dict[str, int] = {}
+    unique: list[int] = []
+    for i, p in enumerate(payloads):
+        if p["key"] not in first_by_key:
+            first_by_key[p["key"]] = i
+            unique.append(i)
+    results = repo.post_batch(uow.conn, [payloads[i] for i in unique]) if unique else []
+    by_index = dict(zip(unique, results, strict=True))
+    outcomes = []
+    for i, p in enumerate(payloads):
+        first = first_by_key[p["key"]]
+        status, txid = by_index[first]
+        if first != i:
+            same = payloads[first]["fp"] == p["fp"]
+            if not same:
+                status, txid = "conflict", None
+            elif status == "posted":
+                status = "replayed"
+        outcomes.append(_outcome(p["key"], status, txid))
+    return outcomes
+
+
+def _outcome(key: str, status: str, txid: int | None) -> BatchOutcome:
+    if status in ("posted", "replayed"):
+        return BatchOutcome(status, txid, None)
+    error_type = REFUSALS.get(status)
+    assert error_type is not None, f"unknown verdict {status!r} from ledger_post_batch"
+    messages = {
+        "conflict": f"idempotency key {key} was used for a different request",
+        "insufficient_funds": f"{key}: an account would go past its limit",
+        "period_closed": f"{key}: effective time falls in a closed period",
+        "not_out_of_period": f"{key}: out-of-period adjustment outside any closed period",
+        "reversal_exceeds": f"{key}: would reverse or close more than the original",
+        "mismatch": f"{key}: reversal or closing does not mirror its original posting",
+        "balance_out_of_range": f"{key}: a balance would leave the 128-bit range",
+    }
+    return BatchOutcome(status, txid, error_type(messages[status]))
+
+
+def post_entry(engine: Engine, entry: Entry, *, attempts_max: int = 8) -> Posted:
+    """Post ``entry`` in its own database transaction, retried on 40001/40P01."""
+    return run_in_transaction(engine, lambda uow: post(uow, entry), attempts_max=attempts_max)
+
+
+# --- reversals ------------------------------------------------------------------------------
+
+
+def reverse(
+    uow: UnitOfWork,
+    transaction_id: int,
+    *,
+    idempotency_key: str,
+    reason: str,
+    source: str,
+    amounts: Mapping[int, int] | None = None,
+    out_of_period: bool = False,
+) -> Posted:
+    """Reverse a transaction: mirror its postings (sides flipped), keep its effective time.
+
+    ``amounts`` maps original posting ids to the (positive) amount to reverse on that line; None
+    reverses everything. A full reversal of a transaction already partly reversed, or a partial
+    one beyond what is left, is refused (ReversalExceedsOriginal); the check is repeated under
+    the balance locks, so concurrent reversals cannot exceed the original either.
+    """
+    if not reason:
+        raise EntryInvalid("a reversal needs a reason")
+    original = repo.get_transaction(uow.conn, transaction_id)
+    if original is None:
+        raise TransactionNotFound(f"no ledger transaction {transaction_id}")
+    by_id = {p.id: p for p in original.postings}
+    if amounts is None:
+        chosen = {p.id: abs(p.amount_minor) for p in original.postings}
+    else:
+        unknown = set(amounts) - set(by_id)
+        if unknown:
+            raise EntryInvalid(f"postings {sorted(unknown)} are not in transaction {transaction_id}")
+        chosen = {pid: model.check_positive(a, what=f"posting {pid} amount")
+                  for pid, a in amounts.items()}
+    accounts = repo.get_accounts_by_id(uow.conn, [by_id[pid].account_id for pid in chosen])
+    lines = tuple(
+        Line(
+            account=accounts[by_id[pid].account_id],
+            amount_minor=-amount if by_id[pid].amount_minor > 0 else amount,
+            reverses_posting_id=pid,
+        )
+        for pid, amount in sorted(chosen.items())
+    )
+    entry = Entry(
+        idempotency_key=idempotency_key,
+        kind="reversal",
+        effective_at=original.effective_at,
+        source=source,
+        lines=lines,
+        reference=original.reference,
+        reason=reason,
+        reverses_transaction_id=transaction_id,
+        out_of_period=out_of_period,
+    )
+    return post(uow, entry)
+
+
+def get_transaction(uow: UnitOfWork, transaction_id: int) -> repo.TransactionRecord:
+    """A transaction with its postings, or TransactionNotFound."""
+    record = repo.get_transaction(uow.conn, transaction_id)
+    if record is None:
+        raise TransactionNotFound(f"no ledger transaction {transaction_id}")
+    return record
+
+
+# --- balances -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AccountBalance:
+    """An account's balance: ``raw`` (debit positive) and on its normal side."""
+
+    account: Account
+    raw_minor: int
+    version: int
+
+    @property
+    def balance_minor(self) -> int:
+        """The balance on the account's normal side."""
+        return self.account.normal(self.raw_minor)
+
+
+def account_balances(
+    uow: UnitOfWork,
+    accounts: Sequence[Account],
+    *,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> list[AccountBalance]:
+    """Balances of ``accounts``: the stored projection, or replayed as of / as known at.
+
+    ``as_of`` bounds the effective time, ``known_at`` the recorded time (both inclusive). With
+    neither, the stored balance (what approves spending) is returned.
+    """
+    ids = [a.id for a in accounts]
+    if as_of is None and known_at is None:
+        values = repo.stored_balances(uow.conn, ids)
+    else:
+        values = repo.balances_at(uow.conn, ids, as_of, known_at)
+    return [AccountBalance(a, *values.get(a.id, (0, 0))) for a in accounts]
+
+
+def account_balance(
+    uow: UnitOfWork,
+    account: Account,
+    *,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> AccountBalance:
+    """Balance of one account (see ``account_balances``)."""
+    return account_balances(uow, [account], as_of=as_of, known_at=known_at)[0]
+
+
+@dataclass(frozen=True)
+class UserBalance:
+    """A user's balances in one asset (DESIGN.md section 4, "three balances").
+
+    posted = wallet + withdrawals in flight; pending outgoing = withdrawals in flight;
+    available = posted - pending outgoing (the wallet); pending incoming = deposits seen but not
+    final (from the deposit histories, not the ledger); projected = posted + incoming - outgoing.
+    """
+
+    asset: Asset
+    posted_minor: int
+    pending_incoming_minor: int
+    pending_outgoing_minor: int
+    available_minor: int
+    version: int
+
+    @property
+    def projected_minor(self) -> int:
+        """posted + pending incoming - pending outgoing."""
+        return self.posted_minor + self.pending_incoming_minor - self.pending_outgoing_minor
+
+    @property
+    def pending_net_minor(self) -> int:
+        """pending incoming - pending outgoing."""
+        return self.pending_incoming_minor - self.pending_outgoing_minor
+
+
+def user_balances(
+    uow: UnitOfWork,
+    user_id: str,
+    *,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+    pending_incoming: Mapping[str, int] | None = None,
+) -> list[UserBalance]:
+    """The user's balances per asset; ``pending_incoming`` (by asset code) comes from deposits."""
+    wallet_code = chart.user_wallet(user_id).code
+    withdrawals_code = chart.user_withdrawals(user_id).code
+    found = repo.find_accounts(uow.conn, [wallet_code, withdrawals_code])
+    balances = account_balances(uow, found, as_of=as_of, known_at=known_at)
+    incoming = dict(pending_incoming or {})
+    by_asset: dict[str, dict[str, AccountBalance]] = {}
+    for b in balances:
+        by_asset.setdefault(b.account.asset.code, {})[b.account.code] = b
+    assets = {b.account.asset.code: b.account.asset for b in balances}
+    result = []
+    for code in sorted(set(by_asset) | set(incoming)):
+        pair = by_asset.get(code, {})
+        wallet = pair.get(wallet_code)
+        outgoing = pair.get(withdrawals_code)
+        available = wallet.balance_minor if wallet else 0
+        pending_out = outgoing.balance_minor if outgoing else 0
+        asset = assets.get(code) or get_asset(uow, code)
+        result.append(
+            UserBalance(
+                asset=asset,
+                posted_minor=available + pending_out,
+                pending_incoming_minor=incoming.get(code, 0),
+                pending_outgoing_minor=pending_out,
+                available_minor=available,
+                version=(wallet.version if wallet else 0) + (outgoing.version if outgoing else 0),
+            )
+        )
+    return result
+
+
+# --- periods --------------------------------------------------------------------------------
+
+
+def close_period(
+    uow: UnitOfWork, ends_at: datetime, *, closed_by: str, reason: str | None = None
+) -> repo.PeriodRecord:
+    """Close everything effective before ``ends_at``.
+
+    Waits for postings in flight (the database's write gate), records the close time, and from
+    then on refuses entries effective before ``ends_at`` unless they are out-of-period
+    adjustments. Balances as of ``ends_at`` as known at the close never change afterwards.
+    """
+    if ends_at.tzinfo is None:
+        raise PeriodCloseInvalid("ends_at must carry a time zone")
+    latest = repo.latest_period(uow.conn)
+    if latest is not None and ends_at <= latest.ends_at:
+        raise PeriodCloseInvalid(f"already closed through {latest.ends_at.isoformat()}")
+    if not closed_by:
+        raise PeriodCloseInvalid("closed_by is required")
+    try:
+        return repo.insert_period(uow.conn, ends_at, closed_by, reason)
+    except Exception as exc:  # the trigger's checks (future end, a concurrent close)
+        if "period" in str(exc):
+            raise PeriodCloseInvalid(str(exc).splitlines()[0]) from exc
+        raise
+
+
+def list_periods(uow: UnitOfWork) -> list[repo.PeriodRecord]:
+    """Closed periods, oldest first."""
+    return repo.list_periods(uow.conn)

@@ -1,0 +1,324 @@
+-- Ledger core: assets, accounts, append-only transactions and postings, the balance projection,
+-- periods and checkpoints. Every rule that money depends on is enforced here, so that no code
+-- path (including raw SQL by the application role) can skip it.
+--
+-- Advisory lock namespace 7301 (two-int form):
+--   (7301, 1) ledger write gate: every write of transactions/postings holds it SHARED until
+--             commit; closing a period and taking a checkpoint watermark hold it EXCLUSIVE, so
+--             they see a ledger with no write in flight.
+--   (7301, 2) reversal/closing checks of one original posting (hashed id in objid 7302/7303).
+
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'custody_app') THEN
+    CREATE ROLE custody_app NOLOGIN;
+  END IF;
+END
+$$;
+
+-- Signed 128-bit range (|x| < 2^127) in minor units.
+CREATE DOMAIN money128 AS numeric(39, 0)
+  CHECK (VALUE > -170141183460469231731687303715884105728
+     AND VALUE <  170141183460469231731687303715884105728);
+
+CREATE TABLE assets (
+  id          serial PRIMARY KEY,
+  code        text NOT NULL UNIQUE CHECK (code ~ '^[A-Z0-9][A-Z0-9._-]{0,31}$'),
+  scale       smallint NOT NULL CHECK (scale BETWEEN 0 AND 38),
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE assets IS 'Ledger assets; scale = number of decimals of one minor unit.';
+
+CREATE TABLE accounts (
+  id                              bigserial PRIMARY KEY,
+  code                            text NOT NULL CHECK (length(code) BETWEEN 1 AND 200),
+  asset_id                        int NOT NULL REFERENCES assets (id),
+  type                            text NOT NULL
+    CHECK (type IN ('asset', 'liability', 'equity', 'revenue', 'expense')),
+  debits_must_not_exceed_credits  boolean NOT NULL DEFAULT false,
+  credits_must_not_exceed_debits  boolean NOT NULL DEFAULT false,
+  created_at                      timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (code, asset_id),
+  UNIQUE (id, asset_id),
+  CHECK (NOT (debits_must_not_exceed_credits AND credits_must_not_exceed_debits))
+);
+COMMENT ON TABLE accounts IS 'Chart of accounts, one row per (code, asset); immutable.';
+
+CREATE TABLE ledger_transactions (
+  id                       bigserial PRIMARY KEY,
+  idempotency_key          text NOT NULL UNIQUE CHECK (length(idempotency_key) BETWEEN 1 AND 200),
+  fingerprint              text NOT NULL CHECK (fingerprint ~ '^[0-9a-f]{64}$'),
+  kind                     text NOT NULL CHECK (length(kind) BETWEEN 1 AND 64),
+  reference                text,
+  effective_at             timestamptz NOT NULL,
+  recorded_at              timestamptz NOT NULL DEFAULT clock_timestamp(),
+  reason                   text,
+  source                   text NOT NULL CHECK (length(source) BETWEEN 1 AND 200),
+  reverses_transaction_id  bigint REFERENCES ledger_transactions (id),
+  out_of_period            boolean NOT NULL DEFAULT false,
+  metadata                 jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+COMMENT ON COLUMN ledger_transactions.recorded_at IS
+  'When the ledger learned it; set by the database at insert, never by the caller.';
+COMMENT ON COLUMN ledger_transactions.out_of_period IS
+  'An explicit adjustment whose effective time falls in a closed period.';
+CREATE INDEX ledger_transactions_reverses_idx ON ledger_transactions (reverses_transaction_id)
+  WHERE reverses_transaction_id IS NOT NULL;
+CREATE INDEX ledger_transactions_reference_idx ON ledger_transactions (reference);
+
+CREATE TABLE ledger_postings (
+  id                   bigserial PRIMARY KEY,
+  transaction_id       bigint NOT NULL REFERENCES ledger_transactions (id),
+  line_no              smallint NOT NULL CHECK (line_no >= 1),
+  account_id           bigint NOT NULL,
+  asset_id             int NOT NULL,
+  amount               money128 NOT NULL CHECK (amount <> 0),
+  closes_posting_id    bigint REFERENCES ledger_postings (id),
+  reverses_posting_id  bigint REFERENCES ledger_postings (id),
+  UNIQUE (transaction_id, line_no),
+  -- The posting's asset must be its account's asset.
+  FOREIGN KEY (account_id, asset_id) REFERENCES accounts (id, asset_id)
+);
+COMMENT ON COLUMN ledger_postings.amount IS 'Signed minor units: debit positive, credit negative.';
+CREATE INDEX ledger_postings_account_idx ON ledger_postings (account_id, id);
+CREATE INDEX ledger_postings_closes_idx ON ledger_postings (closes_posting_id)
+  WHERE closes_posting_id IS NOT NULL;
+CREATE INDEX ledger_postings_reverses_idx ON ledger_postings (reverses_posting_id)
+  WHERE reverses_posting_id IS NOT NULL;
+
+CREATE TABLE account_balances (
+  account_id                      bigint PRIMARY KEY,
+  asset_id                        int NOT NULL,
+  balance                         money128 NOT NULL DEFAULT 0,
+  version                         bigint NOT NULL DEFAULT 0 CHECK (version >= 0),
+  debits_must_not_exceed_credits  boolean NOT NULL,
+  credits_must_not_exceed_debits  boolean NOT NULL,
+  updated_at                      timestamptz NOT NULL DEFAULT now(),
+  FOREIGN KEY (account_id, asset_id) REFERENCES accounts (id, asset_id),
+  CHECK (NOT debits_must_not_exceed_credits OR balance <= 0),
+  CHECK (NOT credits_must_not_exceed_debits OR balance >= 0)
+);
+COMMENT ON TABLE account_balances IS
+  'Projection of the postings (a cache), updated in the same transaction as the postings.';
+COMMENT ON COLUMN account_balances.balance IS 'Sum of the postings: debit positive.';
+COMMENT ON COLUMN account_balances.version IS 'Number of ledger transactions that touched it.';
+
+CREATE TABLE ledger_periods (
+  id         serial PRIMARY KEY,
+  ends_at    timestamptz NOT NULL UNIQUE,
+  closed_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+  closed_by  text NOT NULL CHECK (length(closed_by) BETWEEN 1 AND 200),
+  reason     text
+);
+COMMENT ON TABLE ledger_periods IS
+  'Closed periods: everything effective before ends_at is closed as of closed_at.';
+
+CREATE TABLE balance_checkpoints (
+  id                  serial PRIMARY KEY,
+  through_posting_id  bigint NOT NULL,
+  created_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+  verified            boolean NOT NULL,
+  accounts_count      int NOT NULL,
+  digest              text NOT NULL CHECK (digest ~ '^[0-9a-f]{64}$')
+);
+COMMENT ON TABLE balance_checkpoints IS
+  'Balances of every account covering all postings with id <= through_posting_id; verified '
+  'when the replay that produced it agreed with the stored balances.';
+
+CREATE TABLE balance_checkpoint_entries (
+  checkpoint_id  int NOT NULL REFERENCES balance_checkpoints (id),
+  account_id     bigint NOT NULL REFERENCES accounts (id),
+  balance        money128 NOT NULL,
+  version        bigint NOT NULL,
+  PRIMARY KEY (checkpoint_id, account_id)
+);
+
+-- ---------------------------------------------------------------------------------------------
+-- Append-only guards.
+
+CREATE FUNCTION ledger_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'table % is append-only: % refused', TG_TABLE_NAME, TG_OP
+    USING ERRCODE = 'raise_exception', HINT = 'post a correcting transaction instead';
+END
+$$;
+
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['assets', 'accounts', 'ledger_transactions', 'ledger_postings',
+                           'ledger_periods', 'balance_checkpoints', 'balance_checkpoint_entries']
+  LOOP
+    EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %I
+                    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()', t || '_append_only', t);
+    EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I
+                    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()',
+                   t || '_no_truncate', t);
+  END LOOP;
+END
+$$;
+
+-- The balance row of an account carries its flags; they never change.
+CREATE FUNCTION account_balances_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE a accounts%ROWTYPE;
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    SELECT * INTO a FROM accounts WHERE id = NEW.account_id;
+    NEW.debits_must_not_exceed_credits := a.debits_must_not_exceed_credits;
+    NEW.credits_must_not_exceed_debits := a.credits_must_not_exceed_debits;
+  ELSIF NEW.account_id <> OLD.account_id OR NEW.asset_id <> OLD.asset_id
+     OR NEW.debits_must_not_exceed_credits <> OLD.debits_must_not_exceed_credits
+     OR NEW.credits_must_not_exceed_debits <> OLD.credits_must_not_exceed_debits THEN
+    RAISE EXCEPTION 'account_balances: only balance and version may change';
+  END IF;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER account_balances_guard BEFORE INSERT OR UPDATE ON account_balances
+  FOR EACH ROW EXECUTE FUNCTION account_balances_guard();
+
+CREATE FUNCTION accounts_open_balance() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO account_balances (account_id, asset_id, debits_must_not_exceed_credits,
+                                credits_must_not_exceed_debits)
+  VALUES (NEW.id, NEW.asset_id, NEW.debits_must_not_exceed_credits,
+          NEW.credits_must_not_exceed_debits);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER accounts_open_balance AFTER INSERT ON accounts
+  FOR EACH ROW EXECUTE FUNCTION accounts_open_balance();
+
+-- ---------------------------------------------------------------------------------------------
+-- Writes of transactions: the write gate, the recorded time and the closed periods.
+
+CREATE FUNCTION ledger_write_gate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- Held until commit; period close and checkpoint watermarks wait for every write in flight.
+  PERFORM pg_advisory_xact_lock_shared(7301, 1);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER ledger_transactions_gate BEFORE INSERT ON ledger_transactions
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_write_gate();
+CREATE TRIGGER ledger_postings_gate BEFORE INSERT ON ledger_postings
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_write_gate();
+
+CREATE FUNCTION ledger_transactions_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE closed_through timestamptz;
+BEGIN
+  -- Set here, after the write gate is held, so that nothing recorded after a period close can
+  -- carry a recorded time before it.
+  NEW.recorded_at := clock_timestamp();
+  SELECT max(ends_at) INTO closed_through FROM ledger_periods;
+  IF NEW.out_of_period THEN
+    IF closed_through IS NULL OR NEW.effective_at >= closed_through THEN
+      RAISE EXCEPTION 'out-of-period adjustment % is effective at %, not in a closed period',
+        NEW.idempotency_key, NEW.effective_at USING ERRCODE = 'check_violation';
+    END IF;
+  ELSIF closed_through IS NOT NULL AND NEW.effective_at < closed_through THEN
+    RAISE EXCEPTION 'transaction % is effective at %, inside a period closed through %',
+      NEW.idempotency_key, NEW.effective_at, closed_through USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER ledger_transactions_before_insert BEFORE INSERT ON ledger_transactions
+  FOR EACH ROW EXECUTE FUNCTION ledger_transactions_before_insert();
+
+CREATE FUNCTION ledger_periods_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE latest timestamptz;
+BEGIN
+  -- Exclusive: wait for every posting in flight, so "as known at close" is final.
+  PERFORM pg_advisory_xact_lock(7301, 1);
+  NEW.closed_at := clock_timestamp();
+  SELECT max(ends_at) INTO latest FROM ledger_periods;
+  IF latest IS NOT NULL AND NEW.ends_at <= latest THEN
+    RAISE EXCEPTION 'period already closed through %', latest USING ERRCODE = 'check_violation';
+  END IF;
+  IF NEW.ends_at > NEW.closed_at THEN
+    RAISE EXCEPTION 'cannot close a period ending in the future (%)', NEW.ends_at
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER ledger_periods_before_insert BEFORE INSERT ON ledger_periods
+  FOR EACH ROW EXECUTE FUNCTION ledger_periods_before_insert();
+
+-- ---------------------------------------------------------------------------------------------
+-- Postings: written only with their transaction; reversals and closings never exceed the
+-- original; every transaction balances per asset at commit.
+
+CREATE FUNCTION ledger_postings_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  t_xmin xid;
+  t_reverses bigint;
+  orig ledger_postings%ROWTYPE;
+  used numeric;
+BEGIN
+  SELECT xmin, reverses_transaction_id INTO t_xmin, t_reverses
+    FROM ledger_transactions WHERE id = NEW.transaction_id;
+  -- A committed transaction is closed: postings can only be written by the database
+  -- transaction that wrote their ledger transaction.
+  IF t_xmin IS DISTINCT FROM pg_current_xact_id()::xid THEN
+    RAISE EXCEPTION 'postings of ledger transaction % can only be written with it',
+      NEW.transaction_id USING ERRCODE = 'check_violation';
+  END IF;
+
+  IF NEW.reverses_posting_id IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(7302, (NEW.reverses_posting_id % 2147483647)::int);
+    SELECT * INTO orig FROM ledger_postings WHERE id = NEW.reverses_posting_id;
+    IF orig.transaction_id IS DISTINCT FROM t_reverses OR orig.account_id <> NEW.account_id
+       OR sign(orig.amount) = sign(NEW.amount) THEN
+      RAISE EXCEPTION 'posting reverses % but does not mirror it', NEW.reverses_posting_id
+        USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT coalesce(sum(amount), 0) INTO used FROM ledger_postings
+      WHERE reverses_posting_id = NEW.reverses_posting_id;
+    IF abs(used + NEW.amount) > abs(orig.amount) THEN
+      RAISE EXCEPTION 'reversal of posting % exceeds the original', NEW.reverses_posting_id
+        USING ERRCODE = 'check_violation';
+    END IF;
+  END IF;
+
+  IF NEW.closes_posting_id IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(7303, (NEW.closes_posting_id % 2147483647)::int);
+    SELECT * INTO orig FROM ledger_postings WHERE id = NEW.closes_posting_id;
+    IF orig.account_id <> NEW.account_id OR sign(orig.amount) = sign(NEW.amount) THEN
+      RAISE EXCEPTION 'posting closes % but is not on its account with the opposite sign',
+        NEW.closes_posting_id USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT coalesce(sum(amount), 0) INTO used FROM ledger_postings
+      WHERE closes_posting_id = NEW.closes_posting_id;
+    IF abs(used + NEW.amount) > abs(orig.amount) THEN
+      RAISE EXCEPTION 'closing of posting % exceeds the open amount', NEW.closes_posting_id
+        USING ERRCODE = 'check_violation';
+    END IF;
+  END IF;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER ledger_postings_before_insert BEFORE INSERT ON ledger_postings
+  FOR EACH ROW EXECUTE FUNCTION ledger_postings_before_insert();
+
+CREATE FUNCTION ledger_transaction_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE bad int;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM ledger_postings WHERE transaction_id = NEW.id) THEN
+    RAISE EXCEPTION 'ledger transaction % has no postings', NEW.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT asset_id INTO bad FROM ledger_postings WHERE transaction_id = NEW.id
+    GROUP BY asset_id HAVING sum(amount) <> 0 LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'ledger transaction % does not balance in asset %', NEW.id, bad
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+-- Checked at commit, once per transaction: postings can only join a transaction in the database
+-- transaction that created it (see above), so this sees its complete set of postings.
+CREATE CONSTRAINT TRIGGER ledger_transaction_balanced AFTER INSERT ON ledger_transactions
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_transaction_balanced();

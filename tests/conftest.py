@@ -1,0 +1,81 @@
+"""Database fixtures: a real PostgreSQL per test worker, a fresh migrated database per test.
+
+One embedded server (pgserver) starts per pytest worker; migrations run once into a template
+database, and each test gets ``CREATE DATABASE ... TEMPLATE`` (a real, isolated, migrated
+database) that is dropped afterwards. Set ``CUSTODY_TEST_DATABASE_URL`` to use another server
+(its login must be allowed to create databases and the custody_app role).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+import migrations
+from config.database import embedded_url, make_engine, owner_engine, with_database
+
+TEMPLATE = "custody_template"
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """URL of the PostgreSQL server of this worker (maintenance database)."""
+    configured = os.environ.get("CUSTODY_TEST_DATABASE_URL")
+    if configured:
+        return configured
+    base = Path(tmp_path_factory.getbasetemp())
+    return embedded_url(base / "pg")
+
+
+def _autocommit(url: str, *statements: str) -> None:
+    eng = owner_engine(url)
+    with eng.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement)
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def template_url(server_url: str) -> str:
+    """A migrated template database, created once per worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"{TEMPLATE}_{worker}"
+    _autocommit(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                f'CREATE DATABASE "{name}"')
+    url = with_database(server_url, name)
+    migrations.upgrade(url)
+    return url
+
+
+@pytest.fixture
+def database_url(server_url: str, template_url: str) -> Iterator[str]:
+    """URL of a fresh migrated database for this test (owner login)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"t_{worker}_{os.getpid()}_{next(_counter)}"
+    template = sa.make_url(template_url).database
+    _autocommit(server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    yield with_database(server_url, name)
+    _autocommit(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """The application engine (runs as custody_app) on this test's database."""
+    eng = make_engine(database_url, pool_size=25)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def owner(database_url: str) -> Iterator[Engine]:
+    """An engine that keeps the owner login (superuser on the embedded server)."""
+    eng = owner_engine(database_url)
+    yield eng
+    eng.dispose()
