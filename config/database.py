@@ -23,8 +23,12 @@ _lock = threading.Lock()
 _embedded: dict[Path, str] = {}
 
 
-def embedded_url(data_dir: Path) -> str:
-    """Start (or reuse) the embedded PostgreSQL under ``data_dir`` and return its URL."""
+def embedded_url(data_dir: Path, *, cleanup_mode: str | None = "stop") -> str:
+    """Start (or reuse) the embedded PostgreSQL under ``data_dir`` and return its URL.
+
+    ``cleanup_mode``: "stop" stops the server when the last process using it exits (the data
+    stays for the next run), "delete" also removes the data directory, None leaves it running.
+    """
     data_dir = data_dir.resolve()
     with _lock:
         if data_dir in _embedded:
@@ -37,7 +41,7 @@ def embedded_url(data_dir: Path) -> str:
             try:
                 import pgserver
 
-                server = pgserver.get_server(str(data_dir), cleanup_mode="stop")
+                server = pgserver.get_server(str(data_dir), cleanup_mode=cleanup_mode)
             except Exception as exc:
                 raise DatabaseUnavailable(
                     f"cannot start embedded PostgreSQL in {data_dir}: {exc}"

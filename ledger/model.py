@@ -239,3 +239,11 @@ def net_by_account(lines: Sequence[Line]) -> dict[int, int]:
     for line in lines:
         totals[line.account.id] += line.amount_minor
     return dict(totals)
+
+
+def amount_json(amount_minor: int, scale: int) -> dict[str, str]:
+    """An amount for JSON: minor units and the decimal rendering, both as strings.
+
+    Strings, because JavaScript clients lose precision above 2^53.
+    """
+    return {"minor": str(check_amount(amount_minor)), "decimal": format_amount(amount_minor, scale)}

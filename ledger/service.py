@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
-from config.uow import UnitOfWork, run_in_transaction
+from config.uow import UnitOfWork, run_in_transaction, sqlstate
 from ledger import chart, model
 from ledger import repository as repo
 from ledger.chart import AccountSpec
@@ -400,9 +401,11 @@ def close_period(
         raise PeriodCloseInvalid("closed_by is required")
     try:
         return repo.insert_period(uow.conn, ends_at, closed_by, reason)
-    except Exception as exc:  # the trigger's checks (future end, a concurrent close)
-        if "period" in str(exc):
-            raise PeriodCloseInvalid(str(exc).splitlines()[0]) from exc
+    except sa_exc.DBAPIError as exc:
+        # The trigger re-checks under the exclusive write gate (a concurrent close, an end in
+        # the future by the database's clock) and raises check_violation.
+        if sqlstate(exc) in ("23514", "23505"):
+            raise PeriodCloseInvalid(str(exc.orig).splitlines()[0]) from exc
         raise
 
 

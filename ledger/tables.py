@@ -9,7 +9,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
-Money = sa.Numeric(39, 0, asdecimal=True)
+# NUMERIC integers |x| < 2^127 (the money128 domain); read as Decimal, turned into int by the
+# repository. Never asdecimal=False (floats).
+Money = sa.Numeric(asdecimal=True)
 
 assets = sa.Table(
     "assets",

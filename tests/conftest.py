@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,13 +26,15 @@ _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def server_url() -> str:
     """URL of the PostgreSQL server of this worker (maintenance database)."""
     configured = os.environ.get("CUSTODY_TEST_DATABASE_URL")
     if configured:
         return configured
-    base = Path(tmp_path_factory.getbasetemp())
-    return embedded_url(base / "pg")
+    # A directory of its own per test process (not pytest's tmp tree, which concurrent pytest
+    # sessions prune), removed with the server when the process exits.
+    data_dir = Path(tempfile.mkdtemp(prefix="custody-pg-"))
+    return embedded_url(data_dir, cleanup_mode="delete")
 
 
 def _autocommit(url: str, *statements: str) -> None:
@@ -45,8 +48,7 @@ def _autocommit(url: str, *statements: str) -> None:
 @pytest.fixture(scope="session")
 def template_url(server_url: str) -> str:
     """A migrated template database, created once per worker."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    name = f"{TEMPLATE}_{worker}"
+    name = f"{TEMPLATE}_{os.getpid()}"
     _autocommit(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
                 f'CREATE DATABASE "{name}"')
     url = with_database(server_url, name)
@@ -57,8 +59,7 @@ def template_url(server_url: str) -> str:
 @pytest.fixture
 def database_url(server_url: str, template_url: str) -> Iterator[str]:
     """URL of a fresh migrated database for this test (owner login)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    name = f"t_{worker}_{os.getpid()}_{next(_counter)}"
+    name = f"t_{os.getpid()}_{next(_counter)}"
     template = sa.make_url(template_url).database
     _autocommit(server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     yield with_database(server_url, name)

@@ -16,9 +16,13 @@ BEGIN
 END
 $$;
 
--- Signed 128-bit range (|x| < 2^127) in minor units.
-CREATE DOMAIN money128 AS numeric(39, 0)
-  CHECK (VALUE > -170141183460469231731687303715884105728
+-- Amounts in minor units: integers with |x| < 2^127 (signed 128-bit), i.e. exactly the values
+-- of NUMERIC(39,0). The domain is declared over plain numeric on purpose: a NUMERIC(39,0)
+-- column silently rounds 1.5 to 2 before any CHECK runs, so a fraction could never be refused.
+-- Here a fraction (any non-zero scale) fails the CHECK instead of being rounded.
+CREATE DOMAIN money128 AS numeric
+  CHECK (scale(VALUE) = 0
+     AND VALUE > -170141183460469231731687303715884105728
      AND VALUE <  170141183460469231731687303715884105728);
 
 CREATE TABLE assets (
