@@ -1,0 +1,214 @@
+"""The ``custody`` command line.
+
+Every command opens its own units of work; expected errors print one line and exit with 2,
+findings of ``verify`` exit with 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from config.errors import CustodyError
+
+app = typer.Typer(
+    help="Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+period_app = typer.Typer(help="Accounting periods.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(period_app, name="period")
+
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(fn: F) -> F:
+    """Turn expected errors into one line on stderr and exit code 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CustodyError as exc:
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """Parse an ISO 8601 time; naive times are taken as UTC."""
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+@db_app.command("upgrade")
+@friendly
+def db_upgrade() -> None:
+    """Apply every migration to the configured database (embedded one if none is set)."""
+    import migrations
+    from config.database import database_url
+
+    url = database_url()
+    migrations.upgrade(url)
+    console.print("database is at the latest migration")
+
+
+@app.command()
+@friendly
+def verify(
+    full: Annotated[bool, typer.Option(help="Replay from the first posting, not the checkpoint.")]
+    = False,
+) -> None:
+    """Check the ledger's integrity; exit 1 and name what drifted if anything did.
+
+    Checks: trial balance per asset, stored balances = replayed postings, account flags,
+    custody = customer liabilities per asset, every transaction balanced and non-empty,
+    reversals within their originals, checkpoint digest.
+    """
+    from config.database import get_engine
+    from ledger.integrity import verify as run_verify
+
+    report = run_verify(get_engine(), full=full)
+    start = "first posting" if report.checkpoint_id is None else f"checkpoint {report.checkpoint_id}"
+    if report.ok:
+        console.print(f"ok: {report.accounts} accounts verified (replayed from {start})")
+        return
+    table = Table(title=f"ledger drift (replayed from {start})")
+    for column in ("kind", "subject", "expected", "observed"):
+        table.add_column(column)
+    for d in report.discrepancies:
+        table.add_row(d.kind, d.subject, d.expected, d.observed)
+    console.print(table)
+    raise typer.Exit(1)
+
+
+@app.command("rebuild-balances")
+@friendly
+def rebuild_balances(
+    batch_size: Annotated[int, typer.Option(min=1, max=100_000, help="Accounts per batch.")] = 500,
+) -> None:
+    """Recompute every stored balance from the postings (from the newest verified checkpoint).
+
+    Safe while postings continue: each batch of accounts is locked as posting locks them.
+    """
+    from config.database import get_engine
+    from ledger.integrity import rebuild_balances as run_rebuild
+
+    with Progress(TextColumn("rebuilding balances"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console) as bar:
+        task = bar.add_task("rebuild", total=None)
+        report = run_rebuild(
+            get_engine(), batch_size=batch_size,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    console.print(f"{report.accounts} accounts rebuilt, {report.corrected} corrected")
+
+
+@app.command()
+@friendly
+def checkpoint() -> None:
+    """Checkpoint every balance so that verify and rebuild-balances start from here."""
+    from config.database import get_engine
+    from ledger.integrity import create_checkpoint
+
+    cp = create_checkpoint(get_engine())
+    state = "verified" if cp.verified else "NOT verified (stored balances drifted)"
+    console.print(f"checkpoint {cp.id} through posting {cp.through_posting_id}: {state}, "
+                  f"{cp.accounts_count} accounts")
+
+
+@app.command()
+@friendly
+def balances(
+    user_id: Annotated[str, typer.Argument(help="User id.")],
+    as_of: Annotated[str | None, typer.Option(help="Effective time bound (ISO 8601).")] = None,
+    known_at: Annotated[str | None, typer.Option(help="Recorded time bound (ISO 8601).")] = None,
+) -> None:
+    """Print a user's balances per asset: posted, pending, available, projected."""
+    from api.render import balances_table
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from ledger import service
+
+    with UnitOfWork(get_engine()) as uow:
+        rows = service.user_balances(uow, user_id, as_of=parse_time(as_of),
+                                     known_at=parse_time(known_at))
+    console.print(balances_table(f"balances of {user_id}", rows))
+
+
+@period_app.command("close")
+@friendly
+def period_close(
+    ends_at: Annotated[str, typer.Argument(help="Close everything effective before this time.")],
+    by: Annotated[str, typer.Option(help="Who closes it.")],
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+) -> None:
+    """Close the ledger through ENDS_AT; later entries there must be out-of-period adjustments."""
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from ledger import service
+
+    at = parse_time(ends_at)
+    assert at is not None
+    with UnitOfWork(get_engine()) as uow:
+        period = service.close_period(uow, at, closed_by=by, reason=reason)
+        uow.commit()
+    console.print(f"closed through {period.ends_at.isoformat()} at {period.closed_at.isoformat()}")
+
+
+@app.command()
+@friendly
+def reverse(
+    transaction_id: Annotated[int, typer.Argument(help="Ledger transaction to reverse.")],
+    key: Annotated[str, typer.Option(help="Idempotency key of the reversal.")],
+    reason: Annotated[str, typer.Option(help="Why (required).")],
+    source: Annotated[str, typer.Option(help="Who reverses it.")] = "cli",
+) -> None:
+    """Reverse a ledger transaction in full (sides flipped, same effective time)."""
+    from config.database import get_engine
+    from config.uow import run_in_transaction
+    from ledger import service
+
+    posted = run_in_transaction(
+        get_engine(),
+        lambda uow: service.reverse(uow, transaction_id, idempotency_key=key, reason=reason,
+                                    source=source),
+    )
+    note = " (replayed)" if posted.replayed else ""
+    console.print(f"reversal transaction {posted.transaction_id}{note}")
+
+
+@app.command()
+@friendly
+def demo() -> None:
+    """Run the engine on its embedded defaults and show the ledger at work."""
+    from api.demo import run_demo
+
+    run_demo(console)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    """Entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
