@@ -1,0 +1,264 @@
+"""The JSON-RPC client against a real anvil, and real transport faults (no patching).
+
+Faults are injected with real sockets: a port nobody listens on, a socket that accepts and
+never answers, and a small HTTP proxy in front of anvil that fails its first requests.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from chains.anvil import DEV_ACCOUNTS, AnvilNode, Contract, free_port
+from chains.errors import ChainError, RpcError, RpcUnavailable
+from chains.evm import TRANSFER_TOPIC, encode_call
+from chains.model import BlockHeader
+from chains.rpc import RpcCall, RpcClient
+
+pytestmark = pytest.mark.anvil
+
+
+class FlakyProxy:
+    """An HTTP proxy to ``upstream`` that answers its first ``fail_first`` requests with
+    ``status`` (or drops the connection when ``status`` is None), then forwards."""
+
+    def __init__(self, upstream: str, fail_first: int, status: int | None = 503) -> None:
+        self.upstream = upstream
+        self.fail_first = fail_first
+        self.status = status
+        self.requests = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                proxy.requests += 1
+                if proxy.requests <= proxy.fail_first:
+                    if proxy.status is None:
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    self.send_response(proxy.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                request = urllib.request.Request(
+                    proxy.upstream, data=body, headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=5) as upstream_answer:
+                    answer = upstream_answer.read()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def rpc(anvil_session: AnvilNode) -> Iterator[RpcClient]:
+    with RpcClient(anvil_session.url, rpc_timeout_ms=5_000) as client:
+        yield client
+
+
+class TestReads:
+    def test_chain_id_and_head(self, rpc: RpcClient) -> None:
+        assert rpc.chain_id() == 31337
+        assert isinstance(rpc.block_number(), int)
+
+    def test_get_block_header(self, rpc: RpcClient, anvil_session: AnvilNode) -> None:
+        anvil_session.send_eth(DEV_ACCOUNTS[0], DEV_ACCOUNTS[1], 1)
+        latest = rpc.get_block("latest")
+        assert latest is not None
+        parent = rpc.get_block(latest.number - 1)
+        assert parent is not None and latest.parent_hash == parent.hash
+        assert latest.hash == latest.hash.lower() and len(latest.hash) == 66
+        assert all(isinstance(h, str) for h in latest.transactions)
+        full = rpc.get_block(latest.number, full=True)
+        assert full is not None and isinstance(full.transactions[0], dict)
+        assert rpc.get_block_by_hash(latest.hash) == latest
+
+    def test_unknown_block_is_none(self, rpc: RpcClient) -> None:
+        assert rpc.get_block(10**9) is None
+
+    def test_finalized_trails_by_two_epochs(self, rpc: RpcClient) -> None:
+        finalized = rpc.get_block("finalized")
+        head = rpc.block_number()
+        assert finalized is not None and finalized.number == max(0, head - 4)
+
+    def test_headers_batch_with_a_missing_height(self, rpc: RpcClient,
+                                                 anvil_session: AnvilNode) -> None:
+        anvil_session.send_eth(DEV_ACCOUNTS[0], DEV_ACCOUNTS[1], 1)
+        head = rpc.block_number()
+        headers = rpc.get_headers([0, head, head + 1_000])
+        assert headers[2] is None
+        assert headers[0] is not None and headers[0].number == 0
+        full = rpc.get_block(head)
+        assert full is not None and full.transactions  # get_block carries tx hashes...
+        # ...get_headers leaves them out.
+        assert headers[1] == BlockHeader(full.number, full.hash, full.parent_hash, full.timestamp)
+        assert rpc.canonical_hashes([0, head + 1_000]) == {0: headers[0].hash}
+
+    def test_missing_transaction_objects_are_none(self, rpc: RpcClient) -> None:
+        unknown = "0x" + "12" * 32
+        assert rpc.get_receipt(unknown) is None
+        assert rpc.get_transaction(unknown) is None
+        assert rpc.get_raw_transaction(unknown) is None
+        assert rpc.get_receipts([unknown]) == [None]
+
+
+class TestBatches:
+    def test_one_failing_item_keeps_the_others(self, rpc: RpcClient) -> None:
+        outcomes = rpc.batch([
+            RpcCall("eth_chainId"),
+            RpcCall("eth_getBlockByNumber", ["not-a-number", False]),
+            RpcCall("eth_getBlockByNumber", ["0x0", False]),
+            RpcCall("eth_getTransactionReceipt", ["0x" + "34" * 32]),
+        ])
+        assert outcomes[0] == "0x7a69"
+        assert isinstance(outcomes[1], RpcError) and not outcomes[1].retryable
+        assert outcomes[2]["number"] == "0x0"
+        assert outcomes[3] is None
+
+    def test_batch_results_raises_on_a_failed_item(self, rpc: RpcClient) -> None:
+        with pytest.raises(RpcError):
+            rpc.batch_results([RpcCall("eth_chainId"), RpcCall("eth_noSuchMethod")])
+
+    def test_chunks_above_batch_size(self, anvil: AnvilNode) -> None:
+        anvil.mine(6)
+        with RpcClient(anvil.url, batch_size_max=3) as small:
+            headers = small.get_headers(range(7))
+        assert [h.number for h in headers if h is not None] == list(range(7))
+
+    def test_empty_batch_sends_nothing(self, rpc: RpcClient) -> None:
+        assert rpc.batch([]) == []
+
+
+class TestTransactions:
+    def test_send_and_read_back(self, rpc: RpcClient, anvil_session: AnvilNode) -> None:
+        sender, receiver = DEV_ACCOUNTS[2], DEV_ACCOUNTS[3]
+        nonce = rpc.get_transaction_count(sender)
+        balance = rpc.get_balance(receiver)
+        tx_hash = anvil_session.send_eth(sender, receiver, 10**18 + 1)
+        receipt = rpc.get_receipt(tx_hash)
+        assert receipt is not None and receipt["status"] == "0x1"
+        tx = rpc.get_transaction(tx_hash)
+        assert tx is not None and int(tx["value"], 16) == 10**18 + 1
+        assert rpc.get_transaction_count(sender) == nonce + 1
+        assert rpc.get_balance(receiver) == balance + 10**18 + 1
+        assert rpc.get_balance(receiver, int(receipt["blockNumber"], 16) - 1) == balance
+        raw = rpc.get_raw_transaction(tx_hash)
+        assert raw is not None and raw.startswith("0x")
+
+    def test_resending_a_mined_transaction_is_an_rpc_error(
+        self, rpc: RpcClient, anvil_session: AnvilNode
+    ) -> None:
+        tx_hash = anvil_session.send_eth(DEV_ACCOUNTS[2], DEV_ACCOUNTS[3], 1)
+        with pytest.raises(RpcError):
+            rpc.send_raw_transaction(anvil_session.raw_transaction(tx_hash))
+
+    def test_call_and_logs_and_block_receipts(
+        self, rpc: RpcClient, anvil_session: AnvilNode, usdc: Contract
+    ) -> None:
+        holder = DEV_ACCOUNTS[4]
+        tx_hash = anvil_session.transact(usdc, "mint", [holder, 5_000_000])
+        receipt = rpc.get_receipt(tx_hash)
+        assert receipt is not None
+        block = int(receipt["blockNumber"], 16)
+        output = rpc.call(usdc.address, encode_call(usdc.abi, "balanceOf", [holder]), block)
+        assert int(output, 16) >= 5_000_000
+        logs = rpc.get_logs(block, block, addresses=[usdc.address], topics=[TRANSFER_TOPIC])
+        assert [log["transactionHash"] for log in logs] == [tx_hash]
+        assert rpc.get_logs(block, block, addresses=["0x" + "00" * 20]) == []
+        receipts = rpc.get_block_receipts([block, 10**9])
+        assert receipts[1] is None
+        assert receipts[0] is not None and receipts[0][0]["transactionHash"] == tx_hash
+
+
+class TestFailures:
+    def test_dead_port_raises_unavailable_after_backoff(self) -> None:
+        client = RpcClient(f"http://127.0.0.1:{free_port()}", rpc_timeout_ms=300,
+                           retries_max=3, backoff_ms=20)
+        started = time.monotonic()
+        with pytest.raises(RpcUnavailable) as caught, client:
+            client.block_number()
+        elapsed = time.monotonic() - started
+        assert caught.value.retryable and caught.value.code == "rpc_unavailable"
+        assert "4 attempts" in str(caught.value)
+        assert 0.14 <= elapsed < 2.0  # 20 + 40 + 80 ms of backoff, refused at once
+
+    def test_silent_server_times_out(self) -> None:
+        # A listening socket that never accepts: the TCP connect succeeds (backlog), the
+        # answer never comes, so only the read timeout can end the call.
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(8)
+            url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+            started = time.monotonic()
+            with pytest.raises(RpcUnavailable), RpcClient(
+                url, rpc_timeout_ms=200, retries_max=1, backoff_ms=10
+            ) as client:
+                client.get_headers([1, 2])
+            elapsed = time.monotonic() - started
+        assert 0.4 <= elapsed < 2.0
+
+    @pytest.mark.parametrize("status", [503, 429, None])
+    def test_transient_failures_are_retried(self, anvil_session: AnvilNode,
+                                            status: int | None) -> None:
+        proxy = FlakyProxy(anvil_session.url, fail_first=2, status=status)
+        try:
+            with RpcClient(proxy.url, retries_max=2, backoff_ms=10) as client:
+                assert client.chain_id() == 31337
+                assert client.get_headers([0])[0] is not None
+            assert proxy.requests == 4
+        finally:
+            proxy.close()
+
+    def test_retry_budget_is_bounded(self, anvil_session: AnvilNode) -> None:
+        proxy = FlakyProxy(anvil_session.url, fail_first=100, status=502)
+        try:
+            with pytest.raises(RpcUnavailable), RpcClient(
+                proxy.url, retries_max=2, backoff_ms=10
+            ) as client:
+                client.get_block_receipts([0, 1])
+            assert proxy.requests == 3
+        finally:
+            proxy.close()
+
+    def test_rpc_error_is_not_retried(self, anvil_session: AnvilNode) -> None:
+        proxy = FlakyProxy(anvil_session.url, fail_first=0)
+        try:
+            with pytest.raises(RpcError) as caught, RpcClient(proxy.url) as client:
+                client.request("eth_getBlockByNumber", ["bad", False])
+            assert proxy.requests == 1
+            assert caught.value.rpc_code == -32602 and not caught.value.retryable
+        finally:
+            proxy.close()
+
+    def test_killed_node_raises_instead_of_answering_empty(self, anvil: AnvilNode) -> None:
+        client = RpcClient(anvil.url, rpc_timeout_ms=500, retries_max=1, backoff_ms=10)
+        assert client.get_logs(0, "latest") == []
+        anvil.stop()
+        with pytest.raises(RpcUnavailable), client:
+            client.get_logs(0, "latest")
+        with pytest.raises(ChainError):
+            client.get_block_receipts([0])
