@@ -6,7 +6,6 @@ findings of ``verify`` exit with 1.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import wraps
@@ -74,8 +73,9 @@ def db_upgrade() -> None:
 @app.command()
 @friendly
 def verify(
-    full: Annotated[bool, typer.Option(help="Replay from the first posting, not the checkpoint.")]
-    = False,
+    full: Annotated[
+        bool, typer.Option(help="Replay from the first posting, not the checkpoint.")
+    ] = False,
 ) -> None:
     """Check the ledger's integrity; exit 1 and name what drifted if anything did.
 
@@ -87,7 +87,9 @@ def verify(
     from ledger.integrity import verify as run_verify
 
     report = run_verify(get_engine(), full=full)
-    start = "first posting" if report.checkpoint_id is None else f"checkpoint {report.checkpoint_id}"
+    start = (
+        "first posting" if report.checkpoint_id is None else f"checkpoint {report.checkpoint_id}"
+    )
     if report.ok:
         console.print(f"ok: {report.accounts} accounts verified (replayed from {start})")
         return
@@ -112,11 +114,17 @@ def rebuild_balances(
     from config.database import get_engine
     from ledger.integrity import rebuild_balances as run_rebuild
 
-    with Progress(TextColumn("rebuilding balances"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console) as bar:
+    with Progress(
+        TextColumn("rebuilding balances"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    ) as bar:
         task = bar.add_task("rebuild", total=None)
         report = run_rebuild(
-            get_engine(), batch_size=batch_size,
+            get_engine(),
+            batch_size=batch_size,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
     console.print(f"{report.accounts} accounts rebuilt, {report.corrected} corrected")
@@ -131,8 +139,10 @@ def checkpoint() -> None:
 
     cp = create_checkpoint(get_engine())
     state = "verified" if cp.verified else "NOT verified (stored balances drifted)"
-    console.print(f"checkpoint {cp.id} through posting {cp.through_posting_id}: {state}, "
-                  f"{cp.accounts_count} accounts")
+    console.print(
+        f"checkpoint {cp.id} through posting {cp.through_posting_id}: {state}, "
+        f"{cp.accounts_count} accounts"
+    )
 
 
 @app.command()
@@ -149,8 +159,9 @@ def balances(
     from ledger import service
 
     with UnitOfWork(get_engine()) as uow:
-        rows = service.user_balances(uow, user_id, as_of=parse_time(as_of),
-                                     known_at=parse_time(known_at))
+        rows = service.user_balances(
+            uow, user_id, as_of=parse_time(as_of), known_at=parse_time(known_at)
+        )
     console.print(balances_table(f"balances of {user_id}", rows))
 
 
@@ -189,8 +200,9 @@ def reverse(
 
     posted = run_in_transaction(
         get_engine(),
-        lambda uow: service.reverse(uow, transaction_id, idempotency_key=key, reason=reason,
-                                    source=source),
+        lambda uow: service.reverse(
+            uow, transaction_id, idempotency_key=key, reason=reason, source=source
+        ),
     )
     note = " (replayed)" if posted.replayed else ""
     console.print(f"reversal transaction {posted.transaction_id}{note}")
@@ -211,4 +223,4 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

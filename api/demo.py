@@ -25,11 +25,16 @@ GWEI = 10**9
 EFFECTIVE_AT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
-def _entry(key: str, kind: str, lines: list[tuple[Account, int, dict[str, int]]],
-           reason: str | None = None) -> Entry:
+def _entry(
+    key: str, kind: str, lines: list[tuple[Account, int, dict[str, int]]], reason: str | None = None
+) -> Entry:
     return Entry(
-        idempotency_key=f"demo:{key}", kind=kind, effective_at=EFFECTIVE_AT, source="demo",
-        reason=reason, lines=tuple(Line(a, amount, **refs) for a, amount, refs in lines),
+        idempotency_key=f"demo:{key}",
+        kind=kind,
+        effective_at=EFFECTIVE_AT,
+        source="demo",
+        reason=reason,
+        lines=tuple(Line(a, amount, **refs) for a, amount, refs in lines),
     )
 
 
@@ -57,35 +62,73 @@ def run_demo(console: Console) -> None:
     def post(entry: Entry) -> int:
         posted = service.post_entry(engine, entry)
         state = "replayed" if posted.replayed else "posted"
-        console.print(f"  {state:8} #{posted.transaction_id:<5} {entry.kind:18} "
-                      f"{entry.idempotency_key}")
+        console.print(
+            f"  {state:8} #{posted.transaction_id:<5} {entry.kind:18} {entry.idempotency_key}"
+        )
         return posted.transaction_id
 
     console.rule("deposits (DR custody / CR user wallet)")
     post(_entry("deposit:alice", "deposit", [(custody, 150 * USDC, {}), (alice, -150 * USDC, {})]))
-    booked = post(_entry("deposit:bob", "deposit", [(custody, 75 * USDC, {}), (bob, -75 * USDC, {})]))
+    booked = post(
+        _entry("deposit:bob", "deposit", [(custody, 75 * USDC, {}), (bob, -75 * USDC, {})])
+    )
 
     console.rule("a booking error, corrected by a reversal")
-    reversal = run_in_transaction(engine, lambda u: service.reverse(
-        u, booked, idempotency_key="demo:reverse:deposit:bob", reason="credited twice by mistake",
-        source="demo"))
+    reversal = run_in_transaction(
+        engine,
+        lambda u: service.reverse(
+            u,
+            booked,
+            idempotency_key="demo:reverse:deposit:bob",
+            reason="credited twice by mistake",
+            source="demo",
+        ),
+    )
     console.print(f"  reversal #{reversal.transaction_id} of #{booked}")
     post(_entry("deposit:bob:fixed", "deposit", [(custody, 70 * USDC, {}), (bob, -70 * USDC, {})]))
 
     console.rule("withdrawal: reserve 32, send 30, fee 0.40, refund 1.60")
-    reserve_id = post(_entry("withdrawal:1:reserve", "withdrawal_reserve",
-                             [(alice, 32 * USDC, {}), (alice_out, -32 * USDC, {})]))
+    reserve_id = post(
+        _entry(
+            "withdrawal:1:reserve",
+            "withdrawal_reserve",
+            [(alice, 32 * USDC, {}), (alice_out, -32 * USDC, {})],
+        )
+    )
     with UnitOfWork(engine) as uow:
         reserve_posting = service.get_transaction(uow, reserve_id).postings[1].id
     _show_balances(console, engine, ["alice"], "while the withdrawal is in flight")
-    post(_entry("withdrawal:1:settle", "withdrawal_settle", [
-        (alice_out, 32 * USDC, {"closes_posting_id": reserve_posting}),
-        (custody, -30 * USDC, {}), (fees, -400_000, {}), (alice, -1_600_000, {})]))
-    post(_entry("withdrawal:1:fee-out", "fee_sweep", [(treasury, 400_000, {}), (custody, -400_000, {})]))
-    post(_entry("treasury:fund", "treasury_funding",
-                [(treasury_eth, 10**17, {}), (equity_eth, -(10**17), {})]))
-    post(_entry("withdrawal:1:gas", "network_fee",
-                [(gas, 52_000 * 3 * GWEI, {}), (treasury_eth, -52_000 * 3 * GWEI, {})]))
+    post(
+        _entry(
+            "withdrawal:1:settle",
+            "withdrawal_settle",
+            [
+                (alice_out, 32 * USDC, {"closes_posting_id": reserve_posting}),
+                (custody, -30 * USDC, {}),
+                (fees, -400_000, {}),
+                (alice, -1_600_000, {}),
+            ],
+        )
+    )
+    post(
+        _entry(
+            "withdrawal:1:fee-out", "fee_sweep", [(treasury, 400_000, {}), (custody, -400_000, {})]
+        )
+    )
+    post(
+        _entry(
+            "treasury:fund",
+            "treasury_funding",
+            [(treasury_eth, 10**17, {}), (equity_eth, -(10**17), {})],
+        )
+    )
+    post(
+        _entry(
+            "withdrawal:1:gas",
+            "network_fee",
+            [(gas, 52_000 * 3 * GWEI, {}), (treasury_eth, -52_000 * 3 * GWEI, {})],
+        )
+    )
 
     console.rule("idempotency: the same request again moves nothing")
     post(_entry("deposit:alice", "deposit", [(custody, 150 * USDC, {}), (alice, -150 * USDC, {})]))
@@ -97,19 +140,26 @@ def run_demo(console: Console) -> None:
     for col in ("account", "asset", "balance"):
         table.add_column(col, justify="right" if col == "balance" else "left")
     for b in rows:
-        table.add_row(b.account.code, b.account.asset.code,
-                      format_amount(b.balance_minor, b.account.asset.scale))
+        table.add_row(
+            b.account.code,
+            b.account.asset.code,
+            format_amount(b.balance_minor, b.account.asset.scale),
+        )
     console.print(table)
 
     report = integrity.verify(engine)
     if report.ok:
-        console.print(f"[green]verify: ok[/] ({report.accounts} accounts; trial balance zero, "
-                      "stored = replayed, custody = customer liabilities)")
+        console.print(
+            f"[green]verify: ok[/] ({report.accounts} accounts; trial balance zero, "
+            "stored = replayed, custody = customer liabilities)"
+        )
     else:
         for d in report.discrepancies:
             console.print(f"[red]verify: {d}[/]")
-    console.print("Run [bold]custody verify[/], [bold]custody balances alice[/] or "
-                  "[bold]custody rebuild-balances[/] next (data stays in var/pg).")
+    console.print(
+        "Run [bold]custody verify[/], [bold]custody balances alice[/] or "
+        "[bold]custody rebuild-balances[/] next (data stays in var/pg)."
+    )
 
 
 def _show_balances(console: Console, engine: object, users: list[str], title: str) -> None:

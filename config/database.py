@@ -41,7 +41,9 @@ def embedded_url(data_dir: Path, *, cleanup_mode: str | None = "stop") -> str:
             try:
                 import pgserver
 
-                server = pgserver.get_server(str(data_dir), cleanup_mode=cleanup_mode)
+                server = pgserver.get_server(  # type: ignore[attr-defined]
+                    str(data_dir), cleanup_mode=cleanup_mode
+                )
             except Exception as exc:
                 raise DatabaseUnavailable(
                     f"cannot start embedded PostgreSQL in {data_dir}: {exc}"

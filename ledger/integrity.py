@@ -65,20 +65,33 @@ def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
             if base is not None:
                 digest = repo.checkpoint_digest(conn, base)
                 if digest != base.digest:
-                    found.append(Discrepancy("checkpoint_digest", f"checkpoint {base.id}",
-                                             base.digest, digest))
+                    found.append(
+                        Discrepancy(
+                            "checkpoint_digest", f"checkpoint {base.id}", base.digest, digest
+                        )
+                    )
             states = repo.account_states(conn, base)
             found += _account_findings(states)
             lo = base.through_posting_id if base else 0
             for txid, asset, total in repo.unbalanced_transactions(conn, lo):
-                found.append(Discrepancy("transaction_unbalanced", f"transaction {txid} {asset}",
-                                         "0", str(total)))
+                found.append(
+                    Discrepancy(
+                        "transaction_unbalanced", f"transaction {txid} {asset}", "0", str(total)
+                    )
+                )
             for txid in repo.transactions_without_postings(conn):
-                found.append(Discrepancy("transaction_empty", f"transaction {txid}",
-                                         ">= 2 postings", "0"))
+                found.append(
+                    Discrepancy("transaction_empty", f"transaction {txid}", ">= 2 postings", "0")
+                )
             for kind, pid, amount, used in repo.over_consumed_postings(conn):
-                found.append(Discrepancy(f"posting_over_{kind}", f"posting {pid}",
-                                         f"|{kind}| <= {abs(amount)}, opposite sign", str(used)))
+                found.append(
+                    Discrepancy(
+                        f"posting_over_{kind}",
+                        f"posting {pid}",
+                        f"|{kind}| <= {abs(amount)}, opposite sign",
+                        str(used),
+                    )
+                )
     return VerifyReport(found, len(states), base.id if base else None, lo)
 
 
@@ -96,10 +109,14 @@ def _account_findings(states: list[repo.AccountState]) -> list[Discrepancy]:
         else:
             trial_stored[s.asset_code] += s.stored
             if (s.stored, s.stored_version) != (s.replayed, s.replayed_version):
-                found.append(Discrepancy(
-                    "balance_drift", subject,
-                    f"{s.replayed} (version {s.replayed_version})",
-                    f"{s.stored} (version {s.stored_version})"))
+                found.append(
+                    Discrepancy(
+                        "balance_drift",
+                        subject,
+                        f"{s.replayed} (version {s.replayed_version})",
+                        f"{s.stored} (version {s.stored_version})",
+                    )
+                )
         if (s.dnec and s.replayed > 0) or (s.cned and s.replayed < 0):
             found.append(Discrepancy("flag_violated", subject, "within its flag", str(s.replayed)))
         if chart.is_custody(s.code):
@@ -108,15 +125,25 @@ def _account_findings(states: list[repo.AccountState]) -> list[Discrepancy]:
             liabilities[s.asset_code] -= s.replayed
     for asset in sorted(trial_replayed):
         if trial_replayed[asset] != 0:
-            found.append(Discrepancy("trial_balance", f"{asset} postings", "0",
-                                     str(trial_replayed[asset])))
+            found.append(
+                Discrepancy("trial_balance", f"{asset} postings", "0", str(trial_replayed[asset]))
+            )
         if trial_stored.get(asset, 0) != 0:
-            found.append(Discrepancy("trial_balance", f"{asset} stored balances", "0",
-                                     str(trial_stored[asset])))
+            found.append(
+                Discrepancy(
+                    "trial_balance", f"{asset} stored balances", "0", str(trial_stored[asset])
+                )
+            )
     for asset in sorted(set(custody) | set(liabilities)):
         if custody[asset] != liabilities[asset]:
-            found.append(Discrepancy("custody_mismatch", f"{asset} custody vs customer liabilities",
-                                     str(liabilities[asset]), str(custody[asset])))
+            found.append(
+                Discrepancy(
+                    "custody_mismatch",
+                    f"{asset} custody vs customer liabilities",
+                    str(liabilities[asset]),
+                    str(custody[asset]),
+                )
+            )
     return found
 
 

@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
@@ -154,7 +154,7 @@ def validate_entry(entry: Entry) -> None:
 
 
 def _iso(at: datetime) -> str:
-    return at.astimezone(timezone.utc).isoformat()
+    return at.astimezone(UTC).isoformat()
 
 
 def fingerprint(entry: Entry) -> str:

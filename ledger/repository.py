@@ -156,7 +156,9 @@ def insert_account(
 # --- posting --------------------------------------------------------------------------------
 
 
-def post_batch(conn: Connection, payloads: Sequence[dict[str, Any]]) -> list[tuple[str, int | None]]:
+def post_batch(
+    conn: Connection, payloads: Sequence[dict[str, Any]]
+) -> list[tuple[str, int | None]]:
     """Call ``ledger_post_batch``; one (status, transaction id) per payload, in order."""
     rows = conn.execute(
         sa.text("SELECT item, status, transaction_id FROM ledger_post_batch(CAST(:j AS jsonb))"),
@@ -230,9 +232,11 @@ def reversed_so_far(conn: Connection, posting_ids: Sequence[int]) -> dict[int, i
 def stored_balances(conn: Connection, account_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
     """(raw balance, version) of the stored projection, per account id."""
     rows = conn.execute(
-        sa.select(t.account_balances.c.account_id, t.account_balances.c.balance,
-                  t.account_balances.c.version)
-        .where(t.account_balances.c.account_id.in_(list(account_ids)))
+        sa.select(
+            t.account_balances.c.account_id,
+            t.account_balances.c.balance,
+            t.account_balances.c.version,
+        ).where(t.account_balances.c.account_id.in_(list(account_ids)))
     )
     return {r.account_id: (to_int(r.balance), r.version) for r in rows}
 
@@ -277,7 +281,9 @@ class PeriodRecord:
     reason: str | None
 
 
-def insert_period(conn: Connection, ends_at: datetime, closed_by: str, reason: str | None) -> PeriodRecord:
+def insert_period(
+    conn: Connection, ends_at: datetime, closed_by: str, reason: str | None
+) -> PeriodRecord:
     """Close the ledger through ``ends_at`` (the trigger waits for postings in flight)."""
     row = conn.execute(
         sa.insert(t.ledger_periods)
@@ -292,7 +298,9 @@ def latest_period(conn: Connection) -> PeriodRecord | None:
     row = conn.execute(
         sa.select(t.ledger_periods).order_by(t.ledger_periods.c.ends_at.desc()).limit(1)
     ).first()
-    return PeriodRecord(row.id, row.ends_at, row.closed_at, row.closed_by, row.reason) if row else None
+    return (
+        PeriodRecord(row.id, row.ends_at, row.closed_at, row.closed_by, row.reason) if row else None
+    )
 
 
 def list_periods(conn: Connection) -> list[PeriodRecord]:
@@ -321,7 +329,9 @@ def newest_verified_checkpoint(conn: Connection) -> CheckpointRecord | None:
     row = conn.execute(
         sa.select(t.balance_checkpoints)
         .where(t.balance_checkpoints.c.verified)
-        .order_by(t.balance_checkpoints.c.through_posting_id.desc(), t.balance_checkpoints.c.id.desc())
+        .order_by(
+            t.balance_checkpoints.c.through_posting_id.desc(), t.balance_checkpoints.c.id.desc()
+        )
         .limit(1)
     ).first()
     if row is None:
@@ -338,7 +348,9 @@ def posting_watermark(conn: Connection) -> int:
     commits), so it briefly waits for writes in flight; commit right after to release it.
     """
     conn.execute(sa.text("SELECT pg_advisory_xact_lock(7301, 1)"))
-    return int(conn.execute(sa.text("SELECT coalesce(max(id), 0) FROM ledger_postings")).scalar_one())
+    return int(
+        conn.execute(sa.text("SELECT coalesce(max(id), 0) FROM ledger_postings")).scalar_one()
+    )
 
 
 # Balances of every account replayed from checkpoint :cp (0 = none) plus postings in (:lo, :hi].
@@ -389,8 +401,10 @@ def insert_checkpoint(
     """
     params = replay_params(base, through)
     digest, count = conn.execute(
-        sa.text(f"WITH {_REPLAY_CTE} SELECT {_DIGEST_SQL}, count(*) FROM replay r "
-                "WHERE r.balance <> 0 OR r.version <> 0"),
+        sa.text(
+            f"WITH {_REPLAY_CTE} SELECT {_DIGEST_SQL}, count(*) FROM replay r "
+            "WHERE r.balance <> 0 OR r.version <> 0"
+        ),
         params,
     ).one()
     drift = conn.execute(
@@ -410,7 +424,9 @@ def insert_checkpoint(
     ).scalar_one()
     row = conn.execute(
         sa.insert(t.balance_checkpoints)
-        .values(through_posting_id=through, verified=drift == 0, accounts_count=count, digest=digest)
+        .values(
+            through_posting_id=through, verified=drift == 0, accounts_count=count, digest=digest
+        )
         .returning(*t.balance_checkpoints.c)
     ).one()
     conn.execute(
@@ -472,9 +488,16 @@ def account_states(conn: Connection, base: CheckpointRecord | None) -> list[Acco
     )
     return [
         AccountState(
-            r.id, r.code, r.asset_code, r.type, r.dnec, r.cned,
-            None if r.stored is None else to_int(r.stored), r.stored_version,
-            to_int(r.replayed), int(r.replayed_version),
+            r.id,
+            r.code,
+            r.asset_code,
+            r.type,
+            r.dnec,
+            r.cned,
+            None if r.stored is None else to_int(r.stored),
+            r.stored_version,
+            to_int(r.replayed),
+            int(r.replayed_version),
         )
         for r in rows
     ]
@@ -511,8 +534,9 @@ def over_consumed_postings(conn: Connection) -> list[tuple[str, int, int, int]]:
     posting exceed it, or have the same sign."""
     rows = conn.execute(
         sa.text(
-            "SELECT 'reversed' AS kind, o.id, o.amount, sum(p.amount) AS used FROM ledger_postings p"
-            " JOIN ledger_postings o ON o.id = p.reverses_posting_id GROUP BY o.id, o.amount"
+            "SELECT 'reversed' AS kind, o.id, o.amount, sum(p.amount) AS used"
+            " FROM ledger_postings p JOIN ledger_postings o ON o.id = p.reverses_posting_id"
+            " GROUP BY o.id, o.amount"
             " HAVING abs(sum(p.amount)) > abs(o.amount) OR sign(sum(p.amount)) = sign(o.amount)"
             " UNION ALL "
             "SELECT 'closed', o.id, o.amount, sum(p.amount) FROM ledger_postings p"
@@ -570,9 +594,11 @@ def set_balances(conn: Connection, values: dict[int, tuple[int, int]]) -> None:
     """Overwrite stored balances (rebuild only; the rows are locked by the caller)."""
     conn.execute(
         sa.text(
-            "UPDATE account_balances b SET balance = CAST(v.balance AS numeric), version = v.version,"
-            " updated_at = now() FROM (SELECT unnest(CAST(:ids AS bigint[])) AS account_id,"
-            " unnest(CAST(:bals AS text[])) AS balance, unnest(CAST(:vers AS bigint[])) AS version) v"
+            "UPDATE account_balances b SET balance = CAST(v.balance AS numeric),"
+            " version = v.version, updated_at = now()"
+            " FROM (SELECT unnest(CAST(:ids AS bigint[])) AS account_id,"
+            " unnest(CAST(:bals AS text[])) AS balance,"
+            " unnest(CAST(:vers AS bigint[])) AS version) v"
             " WHERE b.account_id = v.account_id"
         ),
         {

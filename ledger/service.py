@@ -30,8 +30,8 @@ from ledger.errors import (
     InsufficientFunds,
     LedgerError,
     NotOutOfPeriod,
-    PeriodCloseInvalid,
     PeriodClosed,
+    PeriodCloseInvalid,
     ReversalExceedsOriginal,
     ReversalMismatch,
     TransactionNotFound,
@@ -106,9 +106,11 @@ def open_account(uow: UnitOfWork, spec: AccountSpec, asset: Asset) -> Account:
         spec.credits_must_not_exceed_debits,
     )
     account = get_account(uow, spec.code, asset.code)
-    if (account.type, account.debits_must_not_exceed_credits,
-            account.credits_must_not_exceed_debits) != (
-            spec.type, spec.debits_must_not_exceed_credits, spec.credits_must_not_exceed_debits):
+    if (
+        account.type,
+        account.debits_must_not_exceed_credits,
+        account.credits_must_not_exceed_debits,
+    ) != (spec.type, spec.debits_must_not_exceed_credits, spec.credits_must_not_exceed_debits):
         raise AccountMismatch(f"account {spec.code} ({asset.code}) exists with other type/flags")
     return account
 
@@ -232,9 +234,12 @@ def reverse(
     else:
         unknown = set(amounts) - set(by_id)
         if unknown:
-            raise EntryInvalid(f"postings {sorted(unknown)} are not in transaction {transaction_id}")
-        chosen = {pid: model.check_positive(a, what=f"posting {pid} amount")
-                  for pid, a in amounts.items()}
+            raise EntryInvalid(
+                f"postings {sorted(unknown)} are not in transaction {transaction_id}"
+            )
+        chosen = {
+            pid: model.check_positive(a, what=f"posting {pid} amount") for pid, a in amounts.items()
+        }
     accounts = repo.get_accounts_by_id(uow.conn, [by_id[pid].account_id for pid in chosen])
     lines = tuple(
         Line(

@@ -49,8 +49,9 @@ def _autocommit(url: str, *statements: str) -> None:
 def template_url(server_url: str) -> str:
     """A migrated template database, created once per worker."""
     name = f"{TEMPLATE}_{os.getpid()}"
-    _autocommit(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                f'CREATE DATABASE "{name}"')
+    _autocommit(
+        server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"'
+    )
     url = with_database(server_url, name)
     migrations.upgrade(url)
     return url

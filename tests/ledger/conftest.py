@@ -49,13 +49,24 @@ class Book:
 
 
 def transfer(
-    key: str, debit: Account, credit: Account, amount: int, *, at: datetime = T0,
-    kind: str = "transfer", reason: str | None = None, out_of_period: bool = False,
+    key: str,
+    debit: Account,
+    credit: Account,
+    amount: int,
+    *,
+    at: datetime = T0,
+    kind: str = "transfer",
+    reason: str | None = None,
+    out_of_period: bool = False,
 ) -> Entry:
     """A two-line entry: debit ``debit`` and credit ``credit`` by ``amount``."""
     return Entry(
-        idempotency_key=key, kind=kind, effective_at=at, source="tests",
-        lines=(Line(debit, amount), Line(credit, -amount)), reason=reason,
+        idempotency_key=key,
+        kind=kind,
+        effective_at=at,
+        source="tests",
+        lines=(Line(debit, amount), Line(credit, -amount)),
+        reason=reason,
         out_of_period=out_of_period,
     )
 

@@ -17,19 +17,42 @@ LIMIT = 2**127
 
 def new_txn(conn: Connection, key: str, **extra: object) -> int:
     """Insert a bare ledger transaction row and return its id."""
-    cols = {"idempotency_key": key, "fingerprint": "0" * 64, "kind": "raw",
-            "effective_at": "2026-11-01T00:00:00Z", "source": "raw-sql", **extra}
+    cols = {
+        "idempotency_key": key,
+        "fingerprint": "0" * 64,
+        "kind": "raw",
+        "effective_at": "2026-11-01T00:00:00Z",
+        "source": "raw-sql",
+        **extra,
+    }
     names = ", ".join(cols)
     values = ", ".join(f":{c}" for c in cols)
-    return int(conn.execute(sa.text(f"INSERT INTO ledger_transactions ({names}) VALUES ({values}) "
-                                    "RETURNING id"), cols).scalar_one())
+    return int(
+        conn.execute(
+            sa.text(f"INSERT INTO ledger_transactions ({names}) VALUES ({values}) RETURNING id"),
+            cols,
+        ).scalar_one()
+    )
 
 
-def add_posting(conn: Connection, txn: int, line: int, account_id: int, asset_id: int,
-                amount: object, **extra: object) -> None:
+def add_posting(
+    conn: Connection,
+    txn: int,
+    line: int,
+    account_id: int,
+    asset_id: int,
+    amount: object,
+    **extra: object,
+) -> None:
     """Insert a posting row."""
-    cols = {"transaction_id": txn, "line_no": line, "account_id": account_id,
-            "asset_id": asset_id, "amount": amount, **extra}
+    cols = {
+        "transaction_id": txn,
+        "line_no": line,
+        "account_id": account_id,
+        "asset_id": asset_id,
+        "amount": amount,
+        **extra,
+    }
     names = ", ".join(cols)
     values = ", ".join(f":{c}" for c in cols)
     conn.execute(sa.text(f"INSERT INTO ledger_postings ({names}) VALUES ({values})"), cols)
@@ -96,33 +119,40 @@ class TestAppendOnly:
         book.deposit("u1", 100, "d1")
         return book
 
-    @pytest.mark.parametrize("statement", [
-        "UPDATE ledger_postings SET amount = amount * 2",
-        "DELETE FROM ledger_postings",
-        "TRUNCATE ledger_postings CASCADE",
-        "UPDATE ledger_transactions SET reason = 'edited'",
-        "DELETE FROM ledger_transactions",
-        "TRUNCATE ledger_transactions CASCADE",
-    ])
+    @pytest.mark.parametrize(
+        "statement",
+        [
+            "UPDATE ledger_postings SET amount = amount * 2",
+            "DELETE FROM ledger_postings",
+            "TRUNCATE ledger_postings CASCADE",
+            "UPDATE ledger_transactions SET reason = 'edited'",
+            "DELETE FROM ledger_transactions",
+            "TRUNCATE ledger_transactions CASCADE",
+        ],
+    )
     def test_app_role_lacks_the_privilege(self, posted: Book, statement: str) -> None:
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
             with posted.engine.begin() as conn:
                 conn.execute(sa.text(statement))
         assert sqlstate_of(excinfo) == "42501"
 
-    @pytest.mark.parametrize("statement", [
-        "UPDATE ledger_postings SET amount = amount * 2",
-        "DELETE FROM ledger_postings",
-        "TRUNCATE ledger_postings CASCADE",
-        "UPDATE ledger_transactions SET reason = 'edited'",
-        "DELETE FROM ledger_transactions",
-        "TRUNCATE ledger_transactions CASCADE",
-        "UPDATE accounts SET type = 'asset'",
-        "DELETE FROM accounts",
-        "DELETE FROM assets",
-    ])
-    def test_trigger_refuses_even_the_owner(self, posted: Book, owner: Engine,
-                                            statement: str) -> None:
+    @pytest.mark.parametrize(
+        "statement",
+        [
+            "UPDATE ledger_postings SET amount = amount * 2",
+            "DELETE FROM ledger_postings",
+            "TRUNCATE ledger_postings CASCADE",
+            "UPDATE ledger_transactions SET reason = 'edited'",
+            "DELETE FROM ledger_transactions",
+            "TRUNCATE ledger_transactions CASCADE",
+            "UPDATE accounts SET type = 'asset'",
+            "DELETE FROM accounts",
+            "DELETE FROM assets",
+        ],
+    )
+    def test_trigger_refuses_even_the_owner(
+        self, posted: Book, owner: Engine, statement: str
+    ) -> None:
         with pytest.raises(sa.exc.DBAPIError, match="append-only"):
             with owner.begin() as conn:
                 conn.execute(sa.text(statement))
@@ -140,13 +170,17 @@ class TestAppendOnly:
 
     def test_app_role_privileges_on_ledger_tables(self, posted: Book, owner: Engine) -> None:
         with owner.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT table_name, privilege_type FROM information_schema.role_table_grants "
-                "WHERE grantee = 'custody_app' AND table_name IN "
-                "('ledger_transactions', 'ledger_postings')")).all()
+            rows = conn.execute(
+                sa.text(
+                    "SELECT table_name, privilege_type FROM information_schema.role_table_grants "
+                    "WHERE grantee = 'custody_app' AND table_name IN "
+                    "('ledger_transactions', 'ledger_postings')"
+                )
+            ).all()
         privileges = {(t, p) for t, p in rows}
-        assert privileges == {(t, p) for t in ("ledger_transactions", "ledger_postings")
-                              for p in ("SELECT", "INSERT")}
+        assert privileges == {
+            (t, p) for t in ("ledger_transactions", "ledger_postings") for p in ("SELECT", "INSERT")
+        }
 
 
 class TestPostingColumns:
@@ -159,22 +193,28 @@ class TestPostingColumns:
                 add_posting(conn, txn, 2, book.custody_eth.id, book.eth.id, -100)
         assert sqlstate_of(excinfo) == "23503"
 
-    @pytest.mark.parametrize("amount, sqlstate", [
-        (0, "23514"),
-        ("1.5", "23514"),  # a fraction: refused, never rounded
-        ("0.4", "23514"),
-        (str(LIMIT), "23514"),
-        (str(-LIMIT), "23514"),
-        (str(10**40), "23514"),
-    ])
+    @pytest.mark.parametrize(
+        "amount, sqlstate",
+        [
+            (0, "23514"),
+            ("1.5", "23514"),  # a fraction: refused, never rounded
+            ("0.4", "23514"),
+            (str(LIMIT), "23514"),
+            (str(-LIMIT), "23514"),
+            (str(10**40), "23514"),
+        ],
+    )
     def test_bad_amounts_refused(self, book: Book, amount: object, sqlstate: str) -> None:
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
             with book.engine.begin() as conn:
                 txn = new_txn(conn, "bad-amount")
-                conn.execute(sa.text(
-                    "INSERT INTO ledger_postings (transaction_id, line_no, account_id, asset_id, "
-                    "amount) VALUES (:t, 1, :a, :s, CAST(:m AS numeric))"),
-                    {"t": txn, "a": book.custody.id, "s": book.usdc.id, "m": str(amount)})
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO ledger_postings (transaction_id, line_no, account_id, "
+                        "asset_id, amount) VALUES (:t, 1, :a, :s, CAST(:m AS numeric))"
+                    ),
+                    {"t": txn, "a": book.custody.id, "s": book.usdc.id, "m": str(amount)},
+                )
         assert sqlstate_of(excinfo) == sqlstate
 
     def test_largest_amounts_accepted(self, book: Book) -> None:
@@ -193,7 +233,9 @@ class TestPostingColumns:
             add_posting(conn, txn, 2, book.equity.id, book.usdc.id, -1)
             now = conn.execute(sa.text("SELECT now()")).scalar_one()
         with book.engine.connect() as conn:
-            recorded = conn.execute(sa.text("SELECT recorded_at FROM ledger_transactions")).scalar_one()
+            recorded = conn.execute(
+                sa.text("SELECT recorded_at FROM ledger_transactions")
+            ).scalar_one()
         assert recorded >= now
 
 
@@ -203,39 +245,55 @@ class TestBalanceProjection:
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
             with book.engine.begin() as conn:
                 # A user wallet may not have debits above credits (raw balance > 0).
-                conn.execute(sa.text("UPDATE account_balances SET balance = 1 WHERE account_id = :a"),
-                             {"a": wallet.id})
+                conn.execute(
+                    sa.text("UPDATE account_balances SET balance = 1 WHERE account_id = :a"),
+                    {"a": wallet.id},
+                )
         assert sqlstate_of(excinfo) == "23514"
 
     def test_flags_cannot_be_changed(self, book: Book) -> None:
         wallet = book.wallet("u1")
         with pytest.raises(sa.exc.DBAPIError, match="only balance and version"):
             with book.engine.begin() as conn:
-                conn.execute(sa.text(
-                    "UPDATE account_balances SET debits_must_not_exceed_credits = false "
-                    "WHERE account_id = :a"), {"a": wallet.id})
+                conn.execute(
+                    sa.text(
+                        "UPDATE account_balances SET debits_must_not_exceed_credits = false "
+                        "WHERE account_id = :a"
+                    ),
+                    {"a": wallet.id},
+                )
 
 
 class TestReversalGuard:
     def test_raw_reversal_beyond_original_refused(self, book: Book) -> None:
         original = book.deposit("u1", 100, "d1")
         with book.engine.connect() as conn:
-            p1, p2 = [r.id for r in conn.execute(sa.text(
-                "SELECT id FROM ledger_postings WHERE transaction_id = :t ORDER BY line_no"),
-                {"t": original})]
+            p1, p2 = [
+                r.id
+                for r in conn.execute(
+                    sa.text(
+                        "SELECT id FROM ledger_postings WHERE transaction_id = :t ORDER BY line_no"
+                    ),
+                    {"t": original},
+                )
+            ]
         with pytest.raises(sa.exc.DBAPIError, match="exceeds the original"):
             with book.engine.begin() as conn:
                 txn = new_txn(conn, "rev", reverses_transaction_id=original)
-                add_posting(conn, txn, 1, book.custody.id, book.usdc.id, -101, reverses_posting_id=p1)
-                add_posting(conn, txn, 2, book.wallet("u1").id, book.usdc.id, 101,
-                            reverses_posting_id=p2)
+                add_posting(
+                    conn, txn, 1, book.custody.id, book.usdc.id, -101, reverses_posting_id=p1
+                )
+                add_posting(
+                    conn, txn, 2, book.wallet("u1").id, book.usdc.id, 101, reverses_posting_id=p2
+                )
 
     def test_raw_reversal_with_same_sign_refused(self, book: Book) -> None:
         original = book.deposit("u1", 100, "d1")
         with book.engine.connect() as conn:
-            p1 = conn.execute(sa.text(
-                "SELECT id FROM ledger_postings WHERE transaction_id = :t AND line_no = 1"),
-                {"t": original}).scalar_one()
+            p1 = conn.execute(
+                sa.text("SELECT id FROM ledger_postings WHERE transaction_id = :t AND line_no = 1"),
+                {"t": original},
+            ).scalar_one()
         with pytest.raises(sa.exc.DBAPIError, match="does not mirror"):
             with book.engine.begin() as conn:
                 txn = new_txn(conn, "rev", reverses_transaction_id=original)

@@ -17,8 +17,8 @@ from ledger.errors import (
     IdempotencyConflict,
     InsufficientFunds,
     NotOutOfPeriod,
-    PeriodCloseInvalid,
     PeriodClosed,
+    PeriodCloseInvalid,
     ReversalExceedsOriginal,
 )
 from ledger.model import Entry, Line, amount_json
@@ -89,16 +89,17 @@ class TestPost:
             service.post_entry(book.engine, entry)
 
     def test_cross_asset_entry_refused(self, book: Book) -> None:
-        entry = Entry("k", "t", T0, "tests",
-                      (Line(book.custody, 100), Line(book.custody_eth, -100)))
+        entry = Entry(
+            "k", "t", T0, "tests", (Line(book.custody, 100), Line(book.custody_eth, -100))
+        )
         with pytest.raises(EntryInvalid, match="does not balance per asset"):
             service.post_entry(book.engine, entry)
 
-    @pytest.mark.parametrize("amount", [1.0, Decimal("100"), Decimal("1.5"), True, "100", 2**127,
-                                        -(2**127), 0])
+    @pytest.mark.parametrize(
+        "amount", [1.0, Decimal("100"), Decimal("1.5"), True, "100", 2**127, -(2**127), 0]
+    )
     def test_bad_amounts_refused_before_the_database(self, book: Book, amount: object) -> None:
-        entry = Entry("k", "t", T0, "tests",
-                      (Line(book.custody, amount), Line(book.equity, -1)))  # type: ignore[arg-type]
+        entry = Entry("k", "t", T0, "tests", (Line(book.custody, amount), Line(book.equity, -1)))  # type: ignore[arg-type]
         with pytest.raises(AmountInvalid):
             service.post_entry(book.engine, entry)
         assert count_transactions(book) == 0
@@ -125,7 +126,13 @@ class TestBatch:
             outcomes = service.post_batch(uow, entries)
             uow.commit()
         assert [o.status for o in outcomes] == [
-            "posted", "insufficient_funds", "posted", "replayed", "conflict", "posted"]
+            "posted",
+            "insufficient_funds",
+            "posted",
+            "replayed",
+            "conflict",
+            "posted",
+        ]
         assert isinstance(outcomes[1].error, InsufficientFunds)
         assert isinstance(outcomes[4].error, IdempotencyConflict)
         assert stored(book, w1, w2, book.custody) == [-40, 0, 40]
@@ -157,22 +164,32 @@ class TestBatch:
 class TestReverse:
     def test_full_reversal_mirrors_and_references_the_original(self, book: Book) -> None:
         original = book.deposit("u1", 100, "d1")
-        posted = run_in_transaction(book.engine, lambda uow: service.reverse(
-            uow, original, idempotency_key="r1", reason="booked twice", source="admin:ann"))
+        posted = run_in_transaction(
+            book.engine,
+            lambda uow: service.reverse(
+                uow, original, idempotency_key="r1", reason="booked twice", source="admin:ann"
+            ),
+        )
         with UnitOfWork(book.engine) as uow:
             rev = service.get_transaction(uow, posted.transaction_id)
             orig = service.get_transaction(uow, original)
         assert rev.reverses_transaction_id == original
         assert (rev.reason, rev.source, rev.kind) == ("booked twice", "admin:ann", "reversal")
         assert rev.effective_at == orig.effective_at
-        assert sorted((p.account_id, p.amount_minor, p.reverses_posting_id) for p in rev.postings) \
-            == sorted((p.account_id, -p.amount_minor, p.id) for p in orig.postings)
+        assert sorted(
+            (p.account_id, p.amount_minor, p.reverses_posting_id) for p in rev.postings
+        ) == sorted((p.account_id, -p.amount_minor, p.id) for p in orig.postings)
         assert stored(book, book.custody, book.wallet("u1")) == [0, 0]
 
     def test_second_full_reversal_refused(self, book: Book) -> None:
         original = book.deposit("u1", 100, "d1")
-        reverse = lambda key: run_in_transaction(book.engine, lambda uow: service.reverse(  # noqa: E731
-            uow, original, idempotency_key=key, reason="x", source="tests"))
+        def reverse(key: str) -> service.Posted:
+            return run_in_transaction(
+                book.engine,
+                lambda uow: service.reverse(
+                    uow, original, idempotency_key=key, reason="x", source="tests"
+                ),
+            )
         reverse("r1")
         with pytest.raises(ReversalExceedsOriginal):
             reverse("r2")
@@ -184,17 +201,29 @@ class TestReverse:
             p1, p2 = (p.id for p in service.get_transaction(uow, original).postings)
 
         def part(key: str, amount: int) -> None:
-            run_in_transaction(book.engine, lambda uow: service.reverse(
-                uow, original, idempotency_key=key, reason="partial", source="tests",
-                amounts={p1: amount, p2: amount}))
+            run_in_transaction(
+                book.engine,
+                lambda uow: service.reverse(
+                    uow,
+                    original,
+                    idempotency_key=key,
+                    reason="partial",
+                    source="tests",
+                    amounts={p1: amount, p2: amount},
+                ),
+            )
 
         part("r1", 30)
         part("r2", 70)
         with pytest.raises(ReversalExceedsOriginal):
             part("r3", 1)
         with pytest.raises(ReversalExceedsOriginal):  # a full reversal after partial ones
-            run_in_transaction(book.engine, lambda uow: service.reverse(
-                uow, original, idempotency_key="r4", reason="x", source="tests"))
+            run_in_transaction(
+                book.engine,
+                lambda uow: service.reverse(
+                    uow, original, idempotency_key="r4", reason="x", source="tests"
+                ),
+            )
         assert stored(book, book.custody, book.wallet("u1")) == [0, 0]
 
     def test_partial_reversal_must_balance(self, book: Book) -> None:
@@ -202,15 +231,25 @@ class TestReverse:
         with UnitOfWork(book.engine) as uow:
             p1, p2 = (p.id for p in service.get_transaction(uow, original).postings)
             with pytest.raises(EntryInvalid, match="does not balance"):
-                service.reverse(uow, original, idempotency_key="r", reason="x", source="t",
-                                amounts={p1: 10, p2: 9})
+                service.reverse(
+                    uow,
+                    original,
+                    idempotency_key="r",
+                    reason="x",
+                    source="t",
+                    amounts={p1: 10, p2: 9},
+                )
 
     def test_reversal_cannot_overdraw_the_user(self, book: Book) -> None:
         deposit = book.deposit("u1", 100, "d1")
         service.post_entry(book.engine, transfer("spend", book.wallet("u1"), book.custody, 80))
         with pytest.raises(Exception) as excinfo:
-            run_in_transaction(book.engine, lambda uow: service.reverse(
-                uow, deposit, idempotency_key="r", reason="x", source="t"))
+            run_in_transaction(
+                book.engine,
+                lambda uow: service.reverse(
+                    uow, deposit, idempotency_key="r", reason="x", source="t"
+                ),
+            )
         assert isinstance(excinfo.value, InsufficientFunds)
 
 
@@ -252,7 +291,9 @@ class TestBalances:
         assert int(rendered["minor"]) == -big
         assert rendered["decimal"] == "-85070591730234615865.843651857942052864"
         with pytest.raises(AmountInvalid):
-            service.post_entry(book.engine, transfer("too-big", book.custody_eth, equity_eth, 2**127))
+            service.post_entry(
+                book.engine, transfer("too-big", book.custody_eth, equity_eth, 2**127)
+            )
 
 
 class TestBitemporal:
@@ -268,9 +309,13 @@ class TestBitemporal:
         book.deposit("u1", 40, "late", at=yesterday - timedelta(hours=1))
         wallet = book.wallet("u1")
         with UnitOfWork(book.engine) as uow:
-            as_known = service.account_balance(uow, wallet, as_of=yesterday, known_at=known_yesterday)
+            as_known = service.account_balance(
+                uow, wallet, as_of=yesterday, known_at=known_yesterday
+            )
             rebuilt = service.account_balance(uow, wallet, as_of=yesterday)
-            before_anything = service.account_balance(uow, wallet, as_of=yesterday - timedelta(days=1))
+            before_anything = service.account_balance(
+                uow, wallet, as_of=yesterday - timedelta(days=1)
+            )
         assert as_known.balance_minor == 100
         assert rebuilt.balance_minor == 140
         assert before_anything.balance_minor == 0
@@ -289,12 +334,17 @@ class TestPeriods:
         wallet = book.wallet("u1")
         with pytest.raises(PeriodClosed):
             service.post_entry(book.engine, transfer("late", book.custody, wallet, 5, at=T0))
-        adjusted = service.post_entry(book.engine, transfer(
-            "late", book.custody, wallet, 5, at=T0, out_of_period=True, reason="found late"))
+        adjusted = service.post_entry(
+            book.engine,
+            transfer(
+                "late", book.custody, wallet, 5, at=T0, out_of_period=True, reason="found late"
+            ),
+        )
         with UnitOfWork(book.engine) as uow:
             tx = service.get_transaction(uow, adjusted.transaction_id)
-            at_close = service.account_balance(uow, wallet, as_of=period.ends_at,
-                                               known_at=period.closed_at)
+            at_close = service.account_balance(
+                uow, wallet, as_of=period.ends_at, known_at=period.closed_at
+            )
             now = service.account_balance(uow, wallet, as_of=period.ends_at)
         assert tx.out_of_period and tx.effective_at == T0 and tx.recorded_at > period.closed_at
         assert at_close.balance_minor == 100  # the closed period's figure never changes
@@ -303,20 +353,38 @@ class TestPeriods:
     def test_adjustment_outside_closed_period_refused(self, book: Book) -> None:
         self.close(book, T0)
         with pytest.raises(NotOutOfPeriod):
-            service.post_entry(book.engine, transfer(
-                "k", book.custody, book.wallet("u1"), 5, at=T0 + timedelta(hours=1),
-                out_of_period=True))
-        service.post_entry(book.engine, transfer("k", book.custody, book.wallet("u1"), 5,
-                                                 at=T0 + timedelta(hours=1)))
+            service.post_entry(
+                book.engine,
+                transfer(
+                    "k",
+                    book.custody,
+                    book.wallet("u1"),
+                    5,
+                    at=T0 + timedelta(hours=1),
+                    out_of_period=True,
+                ),
+            )
+        service.post_entry(
+            book.engine,
+            transfer("k", book.custody, book.wallet("u1"), 5, at=T0 + timedelta(hours=1)),
+        )
 
     def test_reversal_into_closed_period_needs_adjustment_flag(self, book: Book) -> None:
         original = book.deposit("u1", 100, "d1", at=T0)
         self.close(book, T0 + timedelta(days=1))
         with pytest.raises(PeriodClosed):
-            run_in_transaction(book.engine, lambda uow: service.reverse(
-                uow, original, idempotency_key="r", reason="x", source="t"))
-        run_in_transaction(book.engine, lambda uow: service.reverse(
-            uow, original, idempotency_key="r", reason="x", source="t", out_of_period=True))
+            run_in_transaction(
+                book.engine,
+                lambda uow: service.reverse(
+                    uow, original, idempotency_key="r", reason="x", source="t"
+                ),
+            )
+        run_in_transaction(
+            book.engine,
+            lambda uow: service.reverse(
+                uow, original, idempotency_key="r", reason="x", source="t", out_of_period=True
+            ),
+        )
         assert stored(book, book.custody) == [0]
 
     def test_close_must_move_forward_and_not_into_the_future(self, book: Book) -> None:

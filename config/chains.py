@@ -1,0 +1,279 @@
+"""Chain configuration: the chains the deposit watchers follow, their assets and tokens.
+
+A TOML file (path in ``CUSTODY_CONFIG``; documented example in ``config/chains.example.toml``)
+declares ledger assets with their scale, the address source of each chain family, and each
+chain: ``chain_id``, RPC URL, finality rule, native asset and tokens. Tokens are identified by
+contract address, never by symbol; the symbol is only used to recognise fakes.
+
+The loader validates everything up front (unknown assets, malformed contracts, minimums that
+cannot be represented in the ledger scale) and returns frozen values. It imports no domain
+package: the finality rule is kept as its canonical text (``"confirmations:12"`` or
+``"finalized"``) and parsed by ``chains.model.parse_finality_rule`` where it is used.
+
+Confirmations are counted the way ``chains.model.confirmations`` does: a transaction in block
+``b`` has ``head - b + 1`` confirmations (its own block is the first), final at ``N`` or more.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from config.errors import ConfigurationInvalid
+
+CONFIG_ENV = "CUSTODY_CONFIG"
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_ASSET = re.compile(r"^[A-Z0-9][A-Z0-9._-]{0,31}$")
+_CONTRACT = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_RULE = re.compile(r"^(finalized|confirmations:[1-9][0-9]{0,5})$")
+ATTESTORS = frozenset({"node", "provider"})
+ADDRESS_SOURCE_KINDS = frozenset({"mnemonic", "xpub"})
+
+
+@dataclass(frozen=True)
+class AssetConfig:
+    """A ledger asset: its code and scale (decimals of one minor unit)."""
+
+    code: str
+    scale: int
+
+
+@dataclass(frozen=True)
+class TokenConfig:
+    """An ERC-20 we accept on one chain.
+
+    ``contract`` is lower-case hex; ``decimals`` are the token's on-chain decimals, which may
+    differ from the ledger asset's scale; ``minimum_minor`` is in the ledger asset's minor units
+    (final deposits below it go to ``suspense:unattributed``).
+    """
+
+    contract: str
+    symbol: str
+    asset: str
+    decimals: int
+    minimum_minor: int
+
+
+@dataclass(frozen=True)
+class AddressSourceConfig:
+    """Where a chain family's deposit addresses come from.
+
+    ``mnemonic``: BIP-44 from a seed phrase read from the environment variable ``mnemonic_env``
+    (development chains: the engine then holds keys). ``xpub``: BIP-32 public derivation from an
+    account-level xpub (production: no private key in the engine).
+    """
+
+    kind: str
+    account: int = 0
+    mnemonic_env: str | None = None
+    xpub: str | None = None
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """One chain followed by a watcher."""
+
+    name: str
+    family: str
+    chain_id: int
+    rpc_url: str
+    #: Canonical text of the finality rule: ``"finalized"`` or ``"confirmations:<N>"``.
+    finality: str
+    native_asset: str
+    native_decimals: int
+    native_minimum_minor: int
+    tokens: tuple[TokenConfig, ...] = ()
+    #: Custody record that must agree before crediting: ``node`` (re-read the receipt) or
+    #: ``provider`` (the custody provider's per-deposit notification).
+    attestor: str = "node"
+    #: RPC URL of the attesting node; None: the chain's own ``rpc_url``.
+    attestor_rpc_url: str | None = None
+    start_block: int = 0
+    scan_blocks_max: int = 500
+    cursor_keep: int = 256
+    rpc_timeout_ms: int = 10_000
+    rpc_retries_max: int = 3
+    poll_interval_s: float = 2.0
+
+    def token(self, contract: str) -> TokenConfig | None:
+        """The listed token with this contract address (any case), or None."""
+        wanted = contract.lower()
+        return next((t for t in self.tokens if t.contract == wanted), None)
+
+
+@dataclass(frozen=True)
+class ChainsConfig:
+    """The whole chain configuration."""
+
+    assets: Mapping[str, AssetConfig]
+    chains: Mapping[str, ChainConfig]
+    address_sources: Mapping[str, AddressSourceConfig] = field(default_factory=dict)
+
+    def chain(self, name: str) -> ChainConfig:
+        """The chain called ``name``, or ConfigurationInvalid."""
+        try:
+            return self.chains[name]
+        except KeyError:
+            raise ConfigurationInvalid(f"no chain {name!r} in the configuration") from None
+
+
+def parse_units(text: object, scale: int, *, what: str) -> int:
+    """A decimal string (or int) as minor units of ``scale``, exactly, or ConfigurationInvalid."""
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise ConfigurationInvalid(f"{what} must be a decimal string, got {text!r}")
+    try:
+        value = Decimal(str(text).strip())
+    except InvalidOperation:
+        raise ConfigurationInvalid(f"{what}: not a decimal: {text!r}") from None
+    scaled = value.scaleb(scale)
+    if not value.is_finite() or value < 0 or scaled != scaled.to_integral_value():
+        raise ConfigurationInvalid(f"{what}: {text!r} is not a non-negative amount "
+                                   f"with at most {scale} decimals")
+    return int(scaled)
+
+
+def _int(raw: Mapping[str, Any], key: str, where: str, *, default: int | None = None,
+         low: int = 0, high: int = 2**63 - 1) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigurationInvalid(f"{where}.{key} must be an integer in [{low}, {high}]")
+    return value
+
+
+def _text(raw: Mapping[str, Any], key: str, where: str, *, pattern: re.Pattern[str] | None = None,
+          default: str | None = None) -> str:
+    value = raw.get(key, default)
+    if not isinstance(value, str) or not value or (pattern and not pattern.match(value)):
+        raise ConfigurationInvalid(f"{where}.{key} is missing or malformed: {value!r}")
+    return value
+
+
+def _asset(assets: Mapping[str, AssetConfig], code: str, where: str) -> AssetConfig:
+    if code not in assets:
+        raise ConfigurationInvalid(f"{where}: asset {code} is not declared in [assets]")
+    return assets[code]
+
+
+def _parse_token(raw: Any, assets: Mapping[str, AssetConfig], where: str) -> TokenConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where} must be a table")
+    asset = _asset(assets, _text(raw, "asset", where, pattern=_ASSET), where)
+    return TokenConfig(
+        contract=_text(raw, "contract", where, pattern=_CONTRACT).lower(),
+        symbol=_text(raw, "symbol", where),
+        asset=asset.code,
+        decimals=_int(raw, "decimals", where, high=77),
+        minimum_minor=parse_units(raw.get("minimum", "0"), asset.scale,
+                                  what=f"{where}.minimum"),
+    )
+
+
+def _rpc_url(raw: Mapping[str, Any], where: str) -> str:
+    # Secrets only from the environment: an RPC URL carrying an API key is named by variable.
+    env = raw.get("rpc_url_env")
+    if env is not None:
+        value = os.environ.get(str(env))
+        if not value:
+            raise ConfigurationInvalid(f"{where}.rpc_url_env: variable {env} is not set")
+        return value
+    return _text(raw, "rpc_url", where)
+
+
+def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig]) -> ChainConfig:
+    where = f"chains.{name}"
+    if not _NAME.match(name) or not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where}: chain names are lower-case words; value a table")
+    native = _asset(assets, _text(raw, "native_asset", where, pattern=_ASSET), where)
+    tokens = tuple(_parse_token(t, assets, f"{where}.tokens[{i}]")
+                   for i, t in enumerate(raw.get("tokens", [])))
+    if len({t.contract for t in tokens}) != len(tokens):
+        raise ConfigurationInvalid(f"{where}: a token contract is listed twice")
+    finality = _text(raw, "finality", where).strip().lower()
+    if finality == "finalized_tag":
+        finality = "finalized"
+    if not _RULE.match(finality):
+        raise ConfigurationInvalid(f"{where}.finality must be 'finalized' or "
+                                   f"'confirmations:<N>' (N >= 1), got {finality!r}")
+    attestor = _text(raw, "attestor", where, default="node")
+    if attestor not in ATTESTORS:
+        raise ConfigurationInvalid(f"{where}.attestor must be one of {sorted(ATTESTORS)}")
+    cursor_keep = _int(raw, "cursor_keep", where, default=256, low=2, high=100_000)
+    return ChainConfig(
+        name=name,
+        family=_text(raw, "family", where, pattern=_NAME, default="evm"),
+        chain_id=_int(raw, "chain_id", where, low=1),
+        rpc_url=_rpc_url(raw, where),
+        finality=finality,
+        native_asset=native.code,
+        native_decimals=_int(raw, "native_decimals", where, default=18, high=77),
+        native_minimum_minor=parse_units(raw.get("native_minimum", "0"), native.scale,
+                                         what=f"{where}.native_minimum"),
+        tokens=tokens,
+        attestor=attestor,
+        attestor_rpc_url=raw.get("attestor_rpc_url"),
+        start_block=_int(raw, "start_block", where, default=0),
+        scan_blocks_max=_int(raw, "scan_blocks_max", where, default=500, low=1, high=10_000),
+        cursor_keep=cursor_keep,
+        rpc_timeout_ms=_int(raw, "rpc_timeout_ms", where, default=10_000, low=100,
+                            high=600_000),
+        rpc_retries_max=_int(raw, "rpc_retries_max", where, default=3, high=20),
+        poll_interval_s=float(raw.get("poll_interval_s", 2.0)),
+    )
+
+
+def _parse_address_source(family: str, raw: Any) -> AddressSourceConfig:
+    where = f"address_sources.{family}"
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where} must be a table")
+    kind = _text(raw, "kind", where)
+    if kind not in ADDRESS_SOURCE_KINDS:
+        raise ConfigurationInvalid(f"{where}.kind must be one of {sorted(ADDRESS_SOURCE_KINDS)}")
+    source = AddressSourceConfig(
+        kind=kind, account=_int(raw, "account", where, default=0, high=2**31 - 1),
+        mnemonic_env=raw.get("mnemonic_env"), xpub=raw.get("xpub"),
+    )
+    if kind == "mnemonic" and not source.mnemonic_env:
+        raise ConfigurationInvalid(f"{where}: kind 'mnemonic' needs mnemonic_env")
+    if kind == "xpub" and not source.xpub:
+        raise ConfigurationInvalid(f"{where}: kind 'xpub' needs xpub")
+    return source
+
+
+def parse_chains_config(data: Mapping[str, Any]) -> ChainsConfig:
+    """Validate a parsed TOML document (or an equivalent dict) into a :class:`ChainsConfig`."""
+    raw_assets = data.get("assets", {})
+    if not isinstance(raw_assets, Mapping) or not raw_assets:
+        raise ConfigurationInvalid("[assets] must declare at least one asset")
+    assets: dict[str, AssetConfig] = {}
+    for code, raw in raw_assets.items():
+        if not _ASSET.match(code) or not isinstance(raw, Mapping):
+            raise ConfigurationInvalid(f"assets.{code}: malformed asset")
+        assets[code] = AssetConfig(code, _int(raw, "scale", f"assets.{code}", high=38))
+    raw_chains = data.get("chains", {})
+    if not isinstance(raw_chains, Mapping):
+        raise ConfigurationInvalid("[chains] must be a table")
+    chains = {name: _parse_chain(name, raw, assets) for name, raw in raw_chains.items()}
+    raw_sources = data.get("address_sources", {})
+    if not isinstance(raw_sources, Mapping):
+        raise ConfigurationInvalid("[address_sources] must be a table")
+    sources = {family: _parse_address_source(family, raw) for family, raw in raw_sources.items()}
+    return ChainsConfig(assets=assets, chains=chains, address_sources=sources)
+
+
+def load_chains_config(path: str | Path | None = None) -> ChainsConfig:
+    """Load the chain configuration from ``path`` or ``$CUSTODY_CONFIG``."""
+    chosen = path if path is not None else os.environ.get(CONFIG_ENV)
+    if not chosen:
+        raise ConfigurationInvalid(f"no chain configuration: set {CONFIG_ENV}")
+    try:
+        with open(chosen, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationInvalid(f"cannot read chain configuration {chosen}: {exc}") from exc
+    return parse_chains_config(data)

@@ -1,0 +1,77 @@
+"""The ``custody`` command line, run as a user runs it (a subprocess on a real database)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from tests.ledger.conftest import Book
+
+
+def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["db", "upgrade"],
+        ["verify"],
+        ["rebuild-balances"],
+        ["checkpoint"],
+        ["balances"],
+        ["period", "close"],
+        ["reverse"],
+        ["demo"],
+    ],
+)
+def test_help(database_url: str, command: list[str]) -> None:
+    result = custody(database_url, *command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage" in result.stdout
+
+
+def test_verify_names_the_drift_and_rebuild_fixes_it(
+    book: Book, database_url: str, owner: sa.Engine
+) -> None:
+    book.deposit("u1", 100, "d1")
+    assert custody(database_url, "db", "upgrade").returncode == 0
+    ok = custody(database_url, "verify")
+    assert ok.returncode == 0 and "ok" in ok.stdout
+    with owner.begin() as conn:
+        conn.execute(sa.text("UPDATE account_balances SET balance = balance - 1 WHERE balance < 0"))
+    drift = custody(database_url, "verify")
+    assert drift.returncode == 1
+    assert "balance_drift" in drift.stdout and "user:u1:wallet" in drift.stdout
+    rebuilt = custody(database_url, "rebuild-balances")
+    assert rebuilt.returncode == 0 and "1 corrected" in rebuilt.stdout
+    assert custody(database_url, "verify").returncode == 0
+
+
+def test_expected_errors_are_one_line_and_change_nothing(book: Book, database_url: str) -> None:
+    txid = book.deposit("u1", 100, "d1")
+    missing = custody(database_url, "reverse", "999", "--key", "k", "--reason", "r")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        "error [transaction_not_found]: no ledger transaction 999"
+    ]
+    done = custody(database_url, "reverse", str(txid), "--key", "k", "--reason", "typo")
+    assert done.returncode == 0
+    again = custody(database_url, "reverse", str(txid), "--key", "k2", "--reason", "typo")
+    assert again.returncode == 2 and "reversal_exceeds_original" in again.stderr
+    balances = custody(database_url, "balances", "u1")
+    assert balances.returncode == 0 and "0.000000" in balances.stdout
+    bad_time = custody(database_url, "period", "close", "yesterday", "--by", "me")
+    assert bad_time.returncode == 2 and "ISO 8601" in bad_time.stderr
