@@ -31,6 +31,9 @@ DECLARE
   v_dnec       boolean[];
   v_cned       boolean[];
   v_wanted     int;
+  v_ids        bigint[];
+  v_keys       text[];
+  v_refs       text[];
   v_existing   jsonb;
   v_closed     timestamptz;
   -- Remaining amount (absolute) of original postings that lines reverse or close.
@@ -54,7 +57,13 @@ BEGIN
   SELECT max(ends_at) INTO v_closed FROM ledger_periods;
 
   -- Lock every balance row involved, in account-id order (deadlock-free), and read it under the
-  -- lock: the funds checks below see every committed posting of these accounts.
+  -- lock: the funds checks below see every committed posting of these accounts. The ids are
+  -- collected into an array first so that the lookups below are index scans (a join against
+  -- jsonb_array_elements lets the planner pick a sequential scan of the whole table).
+  v_ids := ARRAY(SELECT DISTINCT (l.v ->> 'a')::bigint
+                   FROM jsonb_array_elements(p_items) it(v),
+                        jsonb_array_elements(it.v -> 'lines') l(v));
+  v_keys := ARRAY(SELECT it.v ->> 'key' FROM jsonb_array_elements(p_items) it(v));
   SELECT array_agg(b.account_id ORDER BY b.account_id), array_agg(b.balance ORDER BY b.account_id),
          array_agg(b.debits_must_not_exceed_credits ORDER BY b.account_id),
          array_agg(b.credits_must_not_exceed_debits ORDER BY b.account_id)
@@ -62,13 +71,10 @@ BEGIN
     FROM (SELECT ab.account_id, ab.balance, ab.debits_must_not_exceed_credits,
                  ab.credits_must_not_exceed_debits
             FROM account_balances ab
-           WHERE ab.account_id IN (SELECT DISTINCT (l.v ->> 'a')::bigint
-                                     FROM jsonb_array_elements(p_items) it(v),
-                                          jsonb_array_elements(it.v -> 'lines') l(v))
+           WHERE ab.account_id = ANY (v_ids)
            ORDER BY ab.account_id
              FOR UPDATE) b;
-  SELECT count(DISTINCT (l.v ->> 'a')::bigint) INTO v_wanted
-    FROM jsonb_array_elements(p_items) it(v), jsonb_array_elements(it.v -> 'lines') l(v);
+  v_wanted := coalesce(array_length(v_ids, 1), 0);
   IF coalesce(array_length(v_acc, 1), 0) <> v_wanted THEN
     RAISE EXCEPTION 'ledger_post_batch: % of % accounts have no balance row',
       v_wanted - coalesce(array_length(v_acc, 1), 0), v_wanted
@@ -78,30 +84,32 @@ BEGIN
   SELECT jsonb_object_agg(t.idempotency_key, jsonb_build_array(t.id, t.fingerprint))
     INTO v_existing
     FROM ledger_transactions t
-   WHERE t.idempotency_key IN (SELECT it.v ->> 'key' FROM jsonb_array_elements(p_items) it(v));
+   WHERE t.idempotency_key = ANY (v_keys);
 
   -- Originals that lines reverse ('r') or close ('c'), with what is left of them. Read after the
   -- balance locks: a concurrent reversal of the same original touches the same account, so it
   -- has committed (and is counted here) or waits for us.
-  SELECT coalesce(array_agg(o.kind || o.id::text), '{}'),
-         coalesce(array_agg(abs(o.amount) - abs(o.used)), '{}'),
-         coalesce(array_agg(o.account_id), '{}'), coalesce(array_agg(sign(o.amount)::int), '{}'),
-         coalesce(array_agg(o.transaction_id), '{}')
-    INTO v_orig_key, v_orig_left, v_orig_acc, v_orig_sign, v_orig_txn
-    FROM (SELECT p.id, w.kind, p.amount, p.account_id, p.transaction_id,
-                 CASE w.kind
-                   WHEN 'r' THEN (SELECT coalesce(sum(q.amount), 0) FROM ledger_postings q
-                                   WHERE q.reverses_posting_id = p.id)
-                   ELSE (SELECT coalesce(sum(q.amount), 0) FROM ledger_postings q
-                          WHERE q.closes_posting_id = p.id)
-                 END AS used
-            FROM (SELECT DISTINCT x.kind, x.pid
+  v_refs := ARRAY(SELECT DISTINCT x.kind || x.pid::text
                     FROM jsonb_array_elements(p_items) it(v),
                          jsonb_array_elements(it.v -> 'lines') l(v),
                          LATERAL (VALUES ('r', (l.v ->> 'r')::bigint),
                                          ('c', (l.v ->> 'c')::bigint)) x(kind, pid)
-                   WHERE x.pid IS NOT NULL) w
-            JOIN ledger_postings p ON p.id = w.pid) o;
+                   WHERE x.pid IS NOT NULL);
+  IF cardinality(v_refs) > 0 THEN
+    SELECT coalesce(array_agg(o.key), '{}'), coalesce(array_agg(abs(o.amount) - abs(o.used)), '{}'),
+           coalesce(array_agg(o.account_id), '{}'), coalesce(array_agg(sign(o.amount)::int), '{}'),
+           coalesce(array_agg(o.transaction_id), '{}')
+      INTO v_orig_key, v_orig_left, v_orig_acc, v_orig_sign, v_orig_txn
+      FROM (SELECT w.key, p.amount, p.account_id, p.transaction_id,
+                   CASE left(w.key, 1)
+                     WHEN 'r' THEN (SELECT coalesce(sum(q.amount), 0) FROM ledger_postings q
+                                     WHERE q.reverses_posting_id = p.id)
+                     ELSE (SELECT coalesce(sum(q.amount), 0) FROM ledger_postings q
+                            WHERE q.closes_posting_id = p.id)
+                   END AS used
+              FROM unnest(v_refs) w(key)
+              JOIN ledger_postings p ON p.id = substr(w.key, 2)::bigint) o;
+  END IF;
 
   FOR r IN
     SELECT it.ord::int AS n, it.v ->> 'key' AS key, it.v ->> 'fp' AS fp,
