@@ -94,6 +94,11 @@ def run_in_transaction(
         except sa_exc.DBAPIError as exc:
             if not is_retryable(exc) or attempt == attempts_max:
                 raise
-            # Jittered backoff so that the contenders do not collide again in lockstep.
-            time.sleep(backoff_s * attempt * (0.5 + random.random()))
+            retry_pause(attempt, backoff_s)
     raise AssertionError("unreachable")
+
+
+def retry_pause(attempt: int, backoff_s: float = 0.005) -> None:
+    """Sleep before retry ``attempt``: linear, jittered, so contenders do not collide again in
+    lockstep."""
+    time.sleep(backoff_s * attempt * (0.5 + random.random()))

@@ -1,6 +1,7 @@
 """Use cases of the ledger: open accounts, post, reverse, read balances, close periods.
 
-Every function takes an open unit of work and never commits it: the caller decides what else
+Every function takes an open unit of work and never commits it (except ``post_entry`` and
+``post_entries``, which run alone): the caller decides what else
 belongs in the same database transaction (a deposit's "credited" history row, say) and retries
 the whole unit of work on serialization failures with ``config.uow.run_in_transaction``.
 ``post_entry`` is the convenience that does both for a lone entry.
@@ -13,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from config.uow import UnitOfWork, run_in_transaction, sqlstate
+from config.uow import UnitOfWork, is_retryable, retry_pause, sqlstate
 from ledger import chart, model
 from ledger import repository as repo
 from ledger.chart import AccountSpec
@@ -155,6 +156,10 @@ def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
     does not fail the others. Entries are judged in order (an earlier credit can fund a later
     debit). A malformed entry raises EntryInvalid before anything is sent.
     """
+    return _post_batch_on(uow.conn, entries)
+
+
+def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutcome]:
     for entry in entries:
         model.validate_entry(entry)
     payloads = [model.to_payload(e) for e in entries]
@@ -165,7 +170,7 @@ def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
         if p["key"] not in first_by_key:
             first_by_key[p["key"]] = i
             unique.append(i)
-    results = repo.post_batch(uow.conn, [payloads[i] for i in unique]) if unique else []
+    results = repo.post_batch(conn, [payloads[i] for i in unique]) if unique else []
     by_index = dict(zip(unique, results, strict=True))
     outcomes = []
     for i, p in enumerate(payloads):
@@ -199,8 +204,34 @@ def _outcome(key: str, status: str, txid: int | None) -> BatchOutcome:
 
 
 def post_entry(engine: Engine, entry: Entry, *, attempts_max: int = 8) -> Posted:
-    """Post ``entry`` in its own database transaction, retried on 40001/40P01."""
-    return run_in_transaction(engine, lambda uow: post(uow, entry), attempts_max=attempts_max)
+    """Post ``entry`` in its own database transaction, retried on 40001/40P01.
+
+    The entry is sent as one autocommit statement: the post function and the commit happen in a
+    single round trip, so the balance rows (hot accounts especially) are not held locked while
+    a COMMIT travels from the client.
+    """
+    outcome = post_entries(engine, [entry], attempts_max=attempts_max)[0]
+    if outcome.error is not None:
+        raise outcome.error
+    assert outcome.transaction_id is not None
+    return Posted(outcome.transaction_id, outcome.status == "replayed")
+
+
+def post_entries(
+    engine: Engine, entries: Sequence[Entry], *, attempts_max: int = 8
+) -> list[BatchOutcome]:
+    """``post_batch`` in its own database transaction: one autocommit statement, retried whole
+    on 40001/40P01 (the function's writes are atomic: all items' verdicts commit together)."""
+    for attempt in range(1, attempts_max + 1):
+        try:
+            with engine.connect() as conn:
+                autocommit = conn.execution_options(isolation_level="AUTOCOMMIT")
+                return _post_batch_on(autocommit, entries)
+        except sa_exc.DBAPIError as exc:
+            if not is_retryable(exc) or attempt == attempts_max:
+                raise
+            retry_pause(attempt)
+    raise AssertionError("unreachable")
 
 
 # --- reversals ------------------------------------------------------------------------------

@@ -240,7 +240,8 @@ BEGIN
        SET balance = b.balance + d.delta, version = b.version + d.txns, updated_at = now()
       FROM (SELECT p.account_id, sum(p.amount) AS delta, count(DISTINCT p.transaction_id) AS txns
               FROM posted p GROUP BY p.account_id) d
-     WHERE b.account_id = d.account_id;
+     -- The ANY keeps this an index lookup of the rows locked above (see the lock statement).
+     WHERE b.account_id = ANY (v_ids) AND b.account_id = d.account_id;
 
     FOR i IN 1 .. v_inserted LOOP
       v_txid[v_accepted[i]] := v_acc[i];
