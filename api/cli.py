@@ -217,6 +217,12 @@ def demo() -> None:
     run_demo(console)
 
 
+# The domain command groups are mounted here, the one place that composes the command line.
+from api.cli_deposits import deposits_app  # noqa: E402
+
+app.add_typer(deposits_app)  # watch, timeline, deposits
+
+
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""
     app()

@@ -1,0 +1,28 @@
+"""The deposit side: watchers that follow EVM chains and credit final deposits.
+
+Design in brief (DESIGN.md section 5):
+
+- Each user has one deposit address per chain family (``deposit_addresses``), derived
+  deterministically (BIP-44 from a seed on development chains, an xpub in production). A
+  transfer to an address we don't know is not ours and is not recorded.
+- A deposit is keyed by (chain, tx hash, position): ``log:<n>`` is the index of the ERC-20
+  ``Transfer`` in the transaction receipt's logs (never the block-wide ``logIndex``), ``call:0``
+  the transaction's own native value. Several transfers in one receipt are several deposits.
+- ``deposit_events`` is the append-only history (the database refuses UPDATE/DELETE/TRUNCATE);
+  ``deposits`` holds each deposit's immutable facts and its current state, a projection moved
+  in the same transaction as each history row. ``model.transition`` is the only thing that
+  decides a new state.
+- The amount is converted once, at ingestion, from on-chain decimals to the ledger asset's
+  scale, exactly or not at all (then held for review). Values at or above 2^127 are ignored as
+  out of range; unlisted and same-symbol fake tokens are ignored; below-minimum deposits are
+  booked to ``suspense:unattributed`` once final.
+- Finality is the chain's rule (``confirmations:N`` or ``finalized``); a reorg before finality
+  sends a deposit back to ``unconfirmed`` (never failed); it fails only when its sender's nonce
+  was consumed by another transaction that is itself final.
+- Crediting happens once final AND the custody record agrees (an attestor: the node re-reading
+  the receipt, or the provider's stored notification), through ``ledger.service.post_batch``
+  with an idempotency key derived from the deposit key, in the same transaction as the
+  ``credited`` history row. A credited deposit whose block stops being canonical opens a
+  durable case and raises an alert; nothing is reversed without an admin.
+- ``watcher.Watcher.step`` is one bounded step; ``jobs.run_watch`` loops over it.
+"""

@@ -1,0 +1,162 @@
+"""Custody records that must agree, deposit by deposit, before a final deposit is credited.
+
+Two implementations of :class:`Attestor`:
+
+- :class:`NodeReceiptAttestor` (default) re-reads each receipt from a node (ideally an
+  independent one) and checks that its block is final there too (at or below the node's
+  finalized block, or deep enough) and that the transfer at the deposit's position has the
+  same token, recipient and value.
+- :class:`ProviderAttestor` compares with the custody provider's per-deposit record, delivered
+  as notifications stored in ``provider_inbox`` (unique event id) before processing.
+
+Never against an aggregate balance: a second deposit could mask a missing one.
+``attest`` runs outside any database transaction (node calls) or in its own short read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from sqlalchemy.engine import Engine
+
+from chains.evm import decode_native_transfer, is_erc20_transfer_log, transfer_from_log
+from chains.model import FinalityRule, evaluate_finality, parse_position, same_hash
+from chains.rpc import RpcCall, RpcClient, from_quantity, to_quantity
+from config.uow import UnitOfWork
+from deposits import repository as repo
+from deposits.repository import DepositRecord
+
+
+class Verdict(StrEnum):
+    """What the custody record says about one deposit."""
+
+    AGREED = "agreed"
+    DISAGREED = "disagreed"
+    PENDING = "pending"  # no record yet (or not final there yet): ask again next step
+
+
+@dataclass(frozen=True)
+class Attestation:
+    """A verdict with its reason and evidence (stored in the history)."""
+
+    verdict: Verdict
+    reason: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+class Attestor(Protocol):
+    """A custody record source."""
+
+    name: str
+
+    def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
+        """A verdict per deposit id."""
+        ...
+
+
+class NodeReceiptAttestor:
+    """Re-read the receipt at the finalized block from a node and compare field by field."""
+
+    name = "node"
+
+    def __init__(self, rpc: RpcClient, rule: FinalityRule) -> None:
+        self.rpc = rpc
+        self.rule = rule
+
+    def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
+        """See the class docstring."""
+        if not deposits:
+            return {}
+        hashes = sorted({d.tx_hash for d in deposits})
+        head = self.rpc.block_number()
+        finalized = self.rpc.get_block("finalized")
+        calls = [RpcCall("eth_getTransactionReceipt", [h]) for h in hashes]
+        calls += [RpcCall("eth_getTransactionByHash", [h]) for h in hashes]
+        answers = self.rpc.batch_results(calls)
+        receipts = dict(zip(hashes, answers[:len(hashes)], strict=True))
+        txs = dict(zip(hashes, answers[len(hashes):], strict=True))
+        heights = sorted({from_quantity(r["blockNumber"]) for r in receipts.values() if r})
+        canonical = dict(zip(heights, self.rpc.batch_results(
+            [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]),
+            strict=True))
+        verdicts = {}
+        for d in deposits:
+            receipt, tx = receipts[d.tx_hash], txs[d.tx_hash]
+            if receipt is None or tx is None:
+                verdicts[d.id] = Attestation(Verdict.PENDING, "receipt_missing")
+                continue
+            block = from_quantity(receipt["blockNumber"])
+            node_block = canonical.get(block)
+            final, evidence = evaluate_finality(
+                self.rule, tx_block=block, tx_block_hash=str(receipt["blockHash"]),
+                head_block=head, finalized_block=None if finalized is None else finalized.number,
+                canonical_hash=None if node_block is None else str(node_block["hash"]),
+            )
+            proof = {"attestor": self.name, **evidence.to_json()}
+            if d.block_hash is None or not same_hash(str(receipt["blockHash"]), d.block_hash):
+                verdicts[d.id] = Attestation(Verdict.PENDING, "other_block", proof)
+            elif not final:
+                verdicts[d.id] = Attestation(Verdict.PENDING, "not_final_on_attestor", proof)
+            else:
+                mismatch = _mismatch(d, receipt, tx)
+                verdict = Verdict.DISAGREED if mismatch else Verdict.AGREED
+                verdicts[d.id] = Attestation(verdict, mismatch, proof)
+        return verdicts
+
+
+def _mismatch(d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any]) -> str | None:
+    """Which field of the chain's transfer differs from the deposit (None: all agree)."""
+    kind, index = parse_position(d.position)
+    if kind == "call":
+        moved = decode_native_transfer(tx, receipt) if index == 0 else None
+    else:
+        logs = receipt.get("logs") or []
+        log = logs[index] if index < len(logs) else None
+        moved = (transfer_from_log(log, index) if log is not None and is_erc20_transfer_log(log)
+                 else None)
+    if moved is None:
+        return "transfer_missing"
+    if (moved.token or None) != (d.token or None):
+        return "asset_mismatch"
+    if moved.to_address != d.to_address:
+        return "address_mismatch"
+    if moved.value != d.value:
+        return "amount_mismatch"
+    return None
+
+
+class ProviderAttestor:
+    """The custody provider's per-deposit record, from the stored notifications."""
+
+    name = "provider"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
+        """The newest ``complete`` notification of each deposit, compared field by field."""
+        with UnitOfWork(self.engine) as uow:
+            inbox = repo.inbox_for(uow.conn, [d.key for d in deposits])
+        verdicts = {}
+        for d in deposits:
+            complete = [n for n in inbox.get(d.key, []) if n.status == "complete"]
+            if not complete:
+                verdicts[d.id] = Attestation(Verdict.PENDING, "no_provider_record")
+                continue
+            note = complete[-1]
+            evidence = {"attestor": self.name, "inbox_event_id": note.event_id,
+                        "provider": note.provider}
+            if note.asset_code != d.asset_code:
+                reason: str | None = "asset_mismatch"
+            elif note.to_address.lower() != d.to_address:
+                reason = "address_mismatch"
+            elif note.amount_minor != d.amount_minor:
+                reason = "amount_mismatch"
+            else:
+                reason = None
+            verdicts[d.id] = Attestation(Verdict.DISAGREED if reason else Verdict.AGREED,
+                                         reason, evidence)
+        return verdicts

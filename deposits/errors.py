@@ -1,0 +1,57 @@
+"""Errors of the deposit side; each has a stable ``code``."""
+
+from __future__ import annotations
+
+from config.errors import CustodyError
+
+
+class DepositError(CustodyError):
+    """Root of the deposit side's expected errors."""
+
+    code = "deposit_error"
+
+
+class TransitionRefused(DepositError):
+    """An event that the deposit lifecycle does not allow in the deposit's state (a bug)."""
+
+    code = "transition_refused"
+
+
+class DepositNotFound(DepositError):
+    """No such deposit, transaction or case."""
+
+    code = "deposit_not_found"
+
+
+class AddressSourceUnavailable(DepositError):
+    """The deposit address source cannot be used (missing seed variable, bad xpub)."""
+
+    code = "address_source_unavailable"
+
+
+class ReorgTooDeep(DepositError):
+    """The node's chain no longer contains any block of the watcher's cursor.
+
+    The reorg is deeper than the cursor keeps: the watcher stops and an operator decides.
+    """
+
+    code = "reorg_too_deep"
+
+
+class WatcherBusy(DepositError):
+    """Another process runs a step of this chain's watcher right now."""
+
+    code = "watcher_busy"
+    retryable = True
+
+
+class NotificationInvalid(DepositError):
+    """A custody provider notification is malformed or reuses an event id with other data."""
+
+    code = "notification_invalid"
+
+
+class CaseResolutionInvalid(DepositError):
+    """The case cannot be resolved that way (already resolved, nothing to reverse)."""
+
+    code = "case_resolution_invalid"

@@ -1,0 +1,169 @@
+"""Reading blocks for the watcher: headers and receipts in batches, transfers to our addresses.
+
+Everything here is node I/O and decoding; nothing touches the database except through the
+``lookup_users`` callable the caller passes (a short read). A scan returns only a consistent
+prefix of the range asked for: each header must build on the previous one (parent hash) and
+every receipt must belong to the header's block hash. A tip that is no longer canonical is
+reported as a reorg, never papered over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eth_abi.abi import decode as abi_decode
+from eth_utils.crypto import keccak
+
+from chains.evm import decode_native_transfer, decode_receipt_transfers, receipt_succeeded
+from chains.model import BlockHeader, ObservedTransfer, same_hash
+from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
+
+SYMBOL_CALLDATA = "0x" + keccak(text="symbol()")[:4].hex()
+LookupUsers = Callable[[Iterable[str]], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A transfer to one of our addresses, with the facts of its transaction."""
+
+    transfer: ObservedTransfer
+    tx_from: str
+    tx_nonce: int
+    #: ``symbol()`` of an unlisted token contract (to recognise fakes), else None.
+    token_symbol: str | None = None
+
+
+@dataclass
+class ScanResult:
+    """What one scan found: the accepted headers (ascending) and the transfers to us."""
+
+    reorg: bool
+    headers: list[BlockHeader] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    users: dict[str, str] = field(default_factory=dict)
+
+
+def _header(raw: Mapping[str, Any]) -> BlockHeader:
+    h = header_from_json(raw)
+    return BlockHeader(h.number, h.hash, h.parent_hash, h.timestamp)
+
+
+def scan_blocks(
+    rpc: RpcClient,
+    tip: tuple[int, str] | None,
+    start: int,
+    end: int,
+    *,
+    lookup_users: LookupUsers,
+    is_listed: Callable[[str], bool],
+) -> ScanResult:
+    """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan)."""
+    heights = list(range(start, end + 1))
+    calls = [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]
+    calls += [RpcCall("eth_getBlockReceipts", [to_quantity(h)]) for h in heights]
+    if tip is not None:
+        calls.append(RpcCall("eth_getBlockByNumber", [to_quantity(tip[0]), False]))
+    answers = rpc.batch_results(calls)
+    if tip is not None:
+        tip_now = answers[-1]
+        if tip_now is None or not same_hash(str(tip_now["hash"]), tip[1]):
+            return ScanResult(reorg=True)
+    accepted: list[tuple[BlockHeader, list[dict[str, Any]]]] = []
+    previous = tip[1] if tip is not None else None
+    for i in range(len(heights)):
+        raw_header, receipts = answers[i], answers[len(heights) + i]
+        if raw_header is None or receipts is None:
+            break
+        header = _header(raw_header)
+        if previous is not None and not same_hash(header.parent_hash, previous):
+            if not accepted:
+                return ScanResult(reorg=True)
+            break  # The node switched branches while we read: keep the consistent prefix.
+        if any(not same_hash(str(r["blockHash"]), header.hash) for r in receipts):
+            break
+        accepted.append((header, receipts))
+        previous = header.hash
+    return _decode(rpc, accepted, lookup_users, is_listed)
+
+
+def _decode(
+    rpc: RpcClient,
+    blocks: Sequence[tuple[BlockHeader, list[dict[str, Any]]]],
+    lookup_users: LookupUsers,
+    is_listed: Callable[[str], bool],
+) -> ScanResult:
+    tokens: list[ObservedTransfer] = []
+    native_receipts: list[dict[str, Any]] = []
+    for _, receipts in blocks:
+        for receipt in receipts:
+            tokens.extend(decode_receipt_transfers(receipt))
+            if receipt.get("to") and receipt_succeeded(receipt):
+                native_receipts.append(receipt)
+    candidates = {t.to_address for t in tokens} | {str(r["to"]).lower() for r in native_receipts}
+    users = dict(lookup_users(candidates))
+    ours = [t for t in tokens if t.to_address in users]
+    native = [r for r in native_receipts if str(r["to"]).lower() in users]
+    hashes = sorted({t.tx_hash for t in ours} | {str(r["transactionHash"]).lower()
+                                                   for r in native})
+    headers = [h for h, _ in blocks]
+    if not hashes:
+        return ScanResult(reorg=False, headers=headers, users=users)
+    txs = dict(zip(hashes, rpc.batch_results(
+        [RpcCall("eth_getTransactionByHash", [h]) for h in hashes]), strict=True))
+    block_of = {h.hash: h.number for h in headers}
+    bad_heights = [int(from_quantity(r["blockNumber"])) for r in native
+                   if not _same_block(txs.get(str(r["transactionHash"]).lower()), block_of)]
+    bad_heights += [t.block_number for t in ours if not _same_block(txs.get(t.tx_hash), block_of)]
+    if bad_heights:
+        # A transaction moved while we read (a reorg between the calls): keep blocks below it.
+        cut = min(bad_heights)
+        headers = [h for h in headers if h.number < cut]
+        ours = [t for t in ours if t.block_number < cut]
+        native = [r for r in native if from_quantity(r["blockNumber"]) < cut]
+    transfers = list(ours)
+    for receipt in native:
+        moved = decode_native_transfer(txs[str(receipt["transactionHash"]).lower()], receipt)
+        if moved is not None:
+            transfers.append(moved)
+    symbols = _symbols(rpc, {t.token for t in transfers if t.token and not is_listed(t.token)})
+    observations = [
+        Observation(t, str(txs[t.tx_hash]["from"]).lower(),
+                    from_quantity(txs[t.tx_hash]["nonce"]),
+                    symbols.get(t.token) if t.token else None)
+        for t in sorted(transfers, key=lambda t: (t.block_number, t.tx_hash, t.position))
+    ]
+    return ScanResult(reorg=False, headers=headers, observations=observations, users=users)
+
+
+def _same_block(tx: Mapping[str, Any] | None, block_of: Mapping[str, int]) -> bool:
+    return tx is not None and str(tx.get("blockHash") or "").lower() in block_of
+
+
+def _symbols(rpc: RpcClient, contracts: set[str]) -> dict[str, str]:
+    """``symbol()`` of each contract; contracts that do not answer a string are left out."""
+    wanted = sorted(contracts)
+    if not wanted:
+        return {}
+    outcomes = rpc.batch([RpcCall("eth_call", [{"to": c, "data": SYMBOL_CALLDATA}, "latest"])
+                          for c in wanted])
+    found: dict[str, str] = {}
+    for contract, output in zip(wanted, outcomes, strict=True):
+        symbol = decode_symbol(output) if isinstance(output, str) else None
+        if symbol:
+            found[contract] = symbol
+    return found
+
+
+def decode_symbol(output_hex: str) -> str | None:
+    """A ``symbol()`` answer: an ABI string, or a bytes32 (older tokens); None if neither."""
+    data = bytes.fromhex(output_hex.removeprefix("0x"))
+    try:
+        (text,) = abi_decode(["string"], data)
+        return str(text)
+    except Exception:  # noqa: BLE001 - any malformed answer means "no usable symbol"
+        pass
+    if len(data) == 32:
+        return data.rstrip(b"\x00").decode("utf-8", errors="replace") or None
+    return None

@@ -1,0 +1,483 @@
+"""Use cases of the deposit side. Each function takes an open unit of work and never commits.
+
+The watcher (``deposits.watcher``) calls the node outside any transaction and then one of the
+``record_*`` / ``settle_final`` functions here to write what it learned; every accepted event
+goes through ``model.transition`` and is appended to ``deposit_events`` in the same database
+transaction as the deposit's new current state (and, for a credit, the ledger posting).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from chains.model import FinalityRule, evaluate_finality
+from chains.model import advance_cursor as chain_advance
+from config.chains import AddressSourceConfig, ChainConfig, ChainsConfig
+from config.uow import UnitOfWork
+from deposits import model
+from deposits import repository as repo
+from deposits.attestors import Attestation, Verdict
+from deposits.errors import (
+    AddressSourceUnavailable,
+    CaseResolutionInvalid,
+    DepositNotFound,
+    NotificationInvalid,
+)
+from deposits.model import Booking, DepositEvent, DepositState, Effect, Listing
+from deposits.repository import DepositRecord, Key
+from deposits.scanner import Observation
+from ledger import chart
+from ledger import service as ledger
+from ledger.model import Account, Entry, Line
+
+if TYPE_CHECKING:
+    from chains.addresses import AddressSource
+
+alerts = logging.getLogger("custody.alerts")
+E, S = DepositEvent, DepositState
+
+
+# --------------------------------------------------------------------------- addresses
+
+
+def address_source(cfg: AddressSourceConfig) -> AddressSource:
+    """The address source a configuration names (the seed comes from the environment)."""
+    # Imported here: eth_account costs most of a watcher process's start-up time.
+    from chains.addresses import MnemonicAddressSource, XpubAddressSource
+
+    if cfg.kind == "xpub":
+        try:
+            return XpubAddressSource(str(cfg.xpub))
+        except ValueError as exc:
+            raise AddressSourceUnavailable(f"unusable xpub: {exc}") from exc
+    mnemonic = os.environ.get(str(cfg.mnemonic_env))
+    if not mnemonic:
+        raise AddressSourceUnavailable(f"variable {cfg.mnemonic_env} holds no mnemonic")
+    return MnemonicAddressSource(mnemonic, account=cfg.account)
+
+
+def assign_address(uow: UnitOfWork, family: str, user_id: str, source: AddressSource) -> str:
+    """The user's deposit address in ``family``, derived at the next index if new."""
+    existing = repo.address_of_user(uow.conn, family, user_id)
+    if existing is not None:
+        return existing
+    repo.lock_address_family(uow.conn, family)
+    existing = repo.address_of_user(uow.conn, family, user_id)  # Re-read under the lock.
+    if existing is not None:
+        return existing
+    index = repo.next_address_index(uow.conn, family)
+    address = source.address_for(index).lower()
+    repo.insert_addresses(uow.conn, family, [(address, index, user_id)])
+    return address
+
+
+# --------------------------------------------------------------------------- balances, views
+
+
+def pending_incoming(uow: UnitOfWork, user_id: str) -> dict[str, int]:
+    """Pending incoming per ledger asset code: the user's deposits seen on chain, not yet
+    posted and not failed (included, reorged out and waiting, or final awaiting its custody
+    record). Pass it to ``ledger.service.user_balances(pending_incoming=...)``."""
+    return repo.pending_incoming(uow.conn, user_id, sorted(model.PENDING_STATES))
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One deposit of a transaction: its facts, its history and its ledger transactions."""
+
+    deposit: DepositRecord
+    events: list[repo.EventRecord]
+    ledger_transactions: list[Any]
+    cases: list[repo.CaseRecord]
+
+
+def timeline(uow: UnitOfWork, chain: str, tx_hash: str) -> list[TimelineEntry]:
+    """Every transfer to us in a transaction, each with its full history, oldest first."""
+    found = []
+    for d in repo.deposits_of_transaction(uow.conn, chain, tx_hash):
+        cases = repo.get_cases(uow.conn, deposit_id=d.id)
+        txids = [d.ledger_transaction_id] if d.ledger_transaction_id else []
+        txids += [c.reversal_transaction_id for c in cases if c.reversal_transaction_id]
+        found.append(TimelineEntry(d, repo.events_of(uow.conn, d.id),
+                                   [ledger.get_transaction(uow, t) for t in txids], cases))
+    if not found:
+        raise DepositNotFound(f"no deposit in transaction {tx_hash} on {chain}")
+    return found
+
+
+def user_deposits(uow: UnitOfWork, user_id: str, *, limit: int = 200) -> list[DepositRecord]:
+    """The user's deposits with their current state, newest first."""
+    return repo.deposits_of_user(uow.conn, user_id, limit=limit)
+
+
+# --------------------------------------------------------------------------- history writes
+
+
+class _Batch:
+    """Events and new current states collected for one ``append_events`` call."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.events: list[dict[str, Any]] = []
+        self.states: dict[int, dict[str, Any]] = {}
+
+    def add(self, d: DepositRecord | dict[str, Any], state: DepositState | None,
+            event: DepositEvent, **fields: Any) -> model.Transition:
+        def get(name: str) -> Any:
+            return d[name] if isinstance(d, dict) else getattr(d, name)
+
+        deposit_id = get("id")
+        current = self.states.get(deposit_id)
+        before = DepositState(current["state"]) if current else state
+        moved = model.transition(before, event, now=self.now)
+        base = current or {"block_number": get("block_number"), "block_hash": get("block_hash"),
+                           "confirmations": get("confirmations"), "ledger_transaction_id": None}
+        after = {**base, **{k: v for k, v in fields.items() if k in base}}
+        self.states[deposit_id] = {**after, "deposit_id": deposit_id, "state": moved.state.value}
+        self.events.append({
+            "deposit_id": deposit_id, "chain": get("chain"), "tx_hash": get("tx_hash"),
+            "position": get("position"), "event": event.value, "state": moved.state.value,
+            "block_number": after["block_number"], "block_hash": after["block_hash"],
+            "confirmations": after["confirmations"], "observed_at": self.now.isoformat(),
+            **{k: v for k, v in fields.items() if k not in base},
+            "ledger_transaction_id": fields.get("ledger_transaction_id"),
+        })
+        return moved
+
+    def write(self, uow: UnitOfWork) -> None:
+        repo.append_events(uow.conn, self.events, list(self.states.values()))
+
+
+def _listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Listing:
+    symbols = frozenset(t.symbol.upper() for t in chain.tokens)
+    if token is None:
+        asset = config.assets[chain.native_asset]
+        return Listing(asset.code, chain.native_decimals, asset.scale,
+                       chain.native_minimum_minor, symbols)
+    listed = chain.token(token)
+    if listed is None:
+        return Listing(None, None, None, 0, symbols)
+    asset = config.assets[listed.asset]
+    return Listing(asset.code, listed.decimals, asset.scale, listed.minimum_minor, symbols)
+
+
+def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
+                headers: Sequence[Any], observations: Sequence[Observation],
+                users: Mapping[str, str], *, head_block: int, now: datetime) -> int:
+    """Record a scan: new deposits, re-inclusions, and the cursor advanced over ``headers``.
+
+    One transaction: after a crash either all of it is there or none, and the next step scans
+    the same blocks again. Returns the number of new deposits.
+    """
+    cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
+    existing = repo.lock_deposits(uow.conn, [(chain.name, o.transfer.tx_hash,
+                                               o.transfer.position) for o in observations])
+    new_rows, batch = [], _Batch(now)
+    for o in observations:
+        t = o.transfer
+        key = (chain.name, t.tx_hash, t.position)
+        seen = existing.get(key)
+        confirmations = max(0, head_block - t.block_number + 1)
+        where = {"block_number": t.block_number, "block_hash": t.block_hash,
+                 "confirmations": confirmations}
+        if seen is None:
+            new_rows.append(_new_row(config, chain, o, users.get(t.to_address), where))
+        elif seen.state == S.UNCONFIRMED:
+            batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
+                      evidence={"log_index": t.log_index})
+        elif seen.state in (S.INCLUDED, S.FINAL) and seen.block_hash != t.block_hash:
+            # Seen in another block without a rewind in between (the cursor was rebuilt).
+            batch.add(seen, DepositState(seen.state), E.BLOCK_REORGED_OUT)
+            batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
+                      evidence={"log_index": t.log_index})
+    ids = repo.insert_deposits(uow.conn, new_rows)
+    for row in new_rows:
+        row["id"] = ids[(row["chain"], row["tx_hash"], row["position"])]
+        ignored = row["state"] == S.IGNORED
+        batch.add(row, None, E.TRANSFER_IGNORED if ignored else E.TRANSFER_INCLUDED,
+                  reason=row["booking_reason"], evidence={"log_index": row.pop("log_index")})
+    batch.write(uow)
+    for header in headers:
+        cursor = list(chain_advance(cursor, header.number, header.hash, keep=chain.cursor_keep))
+    if headers:
+        repo.save_cursor(uow.conn, chain.name, cursor)
+    return len(new_rows)
+
+
+def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: str | None,
+             where: Mapping[str, Any]) -> dict[str, Any]:
+    t = o.transfer
+    decision = model.decide_booking(t.value, _listing(config, chain, t.token), user_id=user_id,
+                                    token_symbol=o.token_symbol)
+    ignored = decision.booking is Booking.IGNORE
+    return {
+        "chain": chain.name, "tx_hash": t.tx_hash, "position": t.position, "token": t.token,
+        "from_address": t.from_address, "to_address": t.to_address, "value": str(t.value),
+        "tx_from": o.tx_from, "tx_nonce": o.tx_nonce, "user_id": user_id,
+        "asset_code": decision.asset_code,
+        "amount_minor": None if decision.amount_minor is None else str(decision.amount_minor),
+        "booking": decision.booking.value,
+        "booking_reason": decision.reason.value if decision.reason else None,
+        "state": (S.IGNORED if ignored else S.INCLUDED).value, "log_index": t.log_index,
+        **where,
+    }
+
+
+def record_progress(uow: UnitOfWork, chain: ChainConfig, rule: FinalityRule, keys: Sequence[Key],
+                    *, head_block: int, finalized_block: int | None,
+                    canonical: Mapping[int, str], now: datetime) -> int:
+    """Confirmation progress and finality of included deposits; returns how many became final.
+
+    ``canonical`` holds the node's current hashes at the deposits' heights (read before this
+    transaction); a deposit whose block hash differs is left alone: the next step's reorg
+    check rewinds it.
+    """
+    batch, finals = _Batch(now), 0
+    for d in repo.lock_deposits(uow.conn, keys).values():
+        if d.state != S.INCLUDED or d.block_number is None or d.block_hash is None:
+            continue
+        final, evidence = evaluate_finality(
+            rule, tx_block=d.block_number, tx_block_hash=d.block_hash, head_block=head_block,
+            finalized_block=finalized_block, canonical_hash=canonical.get(d.block_number))
+        if final:
+            batch.add(d, S.INCLUDED, E.FINALITY_REACHED, confirmations=evidence.confirmations,
+                      rule=str(rule), evidence=evidence.to_json())
+            finals += 1
+        elif (evidence.confirmations != d.confirmations
+              and canonical.get(d.block_number) == d.block_hash):
+            batch.add(d, S.INCLUDED, E.CONFIRMATIONS_OBSERVED,
+                      confirmations=evidence.confirmations, rule=str(rule),
+                      evidence=evidence.to_json())
+    batch.write(uow)
+    return finals
+
+
+def record_rewind(uow: UnitOfWork, chain: ChainConfig, ancestor_block: int,
+                  observed: Mapping[str, Any], *, now: datetime) -> list[int]:
+    """Roll the chain back to the common ancestor; returns the ids of cases opened.
+
+    Deposits above it go back to unconfirmed; credited ones (a reorg deeper than the rule
+    assumed) become disputed with a durable case and an alert. Nothing is reversed.
+    """
+    cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
+    repo.save_cursor(uow.conn, chain.name, [(h, x) for h, x in cursor if h <= ancestor_block])
+    states = [S.INCLUDED, S.FINAL, S.CREDITED, S.SUSPENSE]
+    batch, cases = _Batch(now), []
+    for d in repo.deposits_above(uow.conn, chain.name, ancestor_block, states):
+        moved = batch.add(d, DepositState(d.state), E.BLOCK_REORGED_OUT,
+                          evidence={"ancestor_block": ancestor_block, **observed})
+        if Effect.OPEN_CASE in moved.effects:
+            cases.append(repo.insert_case(
+                uow.conn, d.id, "deep_reorg", d.ledger_transaction_id,
+                expected={"block_number": d.block_number, "block_hash": d.block_hash},
+                observed={"ancestor_block": ancestor_block, **observed}))
+        if Effect.RAISE_ALERT in moved.effects:
+            alerts.critical("deep reorg after crediting: deposit %s %s %s (ledger transaction "
+                            "%s) left the canonical chain; case opened, nothing reversed",
+                            d.chain, d.tx_hash, d.position, d.ledger_transaction_id)
+    batch.write(uow)
+    return cases
+
+
+def record_failures(uow: UnitOfWork, proofs: Mapping[Key, Mapping[str, Any]], *,
+                    now: datetime) -> int:
+    """Mark failed the unconfirmed deposits whose sender's nonce another final tx consumed."""
+    batch = _Batch(now)
+    for key, d in repo.lock_deposits(uow.conn, proofs).items():
+        if d.state == S.UNCONFIRMED:
+            batch.add(d, S.UNCONFIRMED, E.NONCE_CONSUMED, evidence=dict(proofs[key]),
+                      reason="nonce_consumed_by_final_transaction")
+    batch.write(uow)
+    return len(batch.events)
+
+
+def record_early_completions(uow: UnitOfWork, chain: ChainConfig, *, now: datetime) -> int:
+    """Hold deposits that the provider calls complete before our finality rule is met."""
+    waiting = repo.deposits_in_states(uow.conn, chain.name, [S.INCLUDED, S.UNCONFIRMED],
+                                      limit=10_000)
+    inbox = repo.inbox_for(uow.conn, [d.key for d in waiting])
+    early = {k: [n for n in notes if n.status == "complete"] for k, notes in inbox.items()}
+    batch = _Batch(now)
+    for key, d in repo.lock_deposits(uow.conn, [k for k, n in early.items() if n]).items():
+        if d.state in (S.INCLUDED, S.UNCONFIRMED):
+            note = early[key][0]
+            batch.add(d, DepositState(d.state), E.PROVIDER_COMPLETED_EARLY,
+                      reason="provider_completed_early", inbox_event_id=note.event_id,
+                      evidence={"confirmations": d.confirmations, "provider": note.provider})
+    batch.write(uow)
+    return len(batch.events)
+
+
+# --------------------------------------------------------------------------- crediting
+
+
+class AccountCache:
+    """Ledger accounts the watcher posts to, opened once and remembered (they never change).
+
+    Accounts are opened in their own committed unit of work (``ensure``), never inside the
+    crediting transaction: a cached account must exist even if that transaction rolls back.
+    """
+
+    def __init__(self) -> None:
+        self._accounts: dict[tuple[str, str], Account] = {}
+
+    def get(self, code: str, asset_code: str) -> Account:
+        """A cached account (``ensure`` it first)."""
+        return self._accounts[(code, asset_code)]
+
+    def ensure(self, uow: UnitOfWork, config: ChainsConfig,
+               specs: Sequence[tuple[chart.AccountSpec, str]]) -> bool:
+        """Open the missing accounts of (spec, asset code) pairs; True if any was missing."""
+        missing = [(s, a) for s, a in dict.fromkeys(specs) if (s.code, a) not in self._accounts]
+        assets = {a: ledger.open_asset(uow, a, config.assets[a].scale)
+                  for a in sorted({a for _, a in missing})}
+        for spec, asset_code in missing:
+            self._accounts[(spec.code, asset_code)] = ledger.open_account(uow, spec,
+                                                                          assets[asset_code])
+        return bool(missing)
+
+    def forget(self, specs: Sequence[tuple[chart.AccountSpec, str]]) -> None:
+        """Drop entries whose opening transaction did not commit."""
+        for spec, asset_code in specs:
+            self._accounts.pop((spec.code, asset_code), None)
+
+
+def accounts_needed(chain: ChainConfig,
+                    deposits: Sequence[DepositRecord]) -> list[tuple[chart.AccountSpec, str]]:
+    """The accounts crediting ``deposits`` will post to."""
+    needed: list[tuple[chart.AccountSpec, str]] = []
+    for d in deposits:
+        if d.booking not in (Booking.USER, Booking.SUSPENSE) or d.asset_code is None:
+            continue
+        needed.append((chart.custody(chain.name), d.asset_code))
+        if d.booking == Booking.USER and d.user_id is not None:
+            needed.append((chart.user_wallet(d.user_id), d.asset_code))
+        else:
+            needed.append((chart.suspense_unattributed(), d.asset_code))
+    return needed
+
+
+def _entry(chain: ChainConfig, d: DepositRecord, accounts: AccountCache, rule: str,
+           evidence: Mapping[str, Any], now: datetime) -> Entry:
+    assert d.asset_code is not None and d.amount_minor is not None
+    custody = accounts.get(chart.custody(chain.name).code, d.asset_code)
+    to_user = d.booking == Booking.USER and d.user_id is not None
+    spec = chart.user_wallet(d.user_id) if to_user and d.user_id else chart.suspense_unattributed()
+    return Entry(
+        idempotency_key=model.deposit_key(chain.name, d.tx_hash, d.position),
+        kind="deposit" if to_user else "deposit_unattributed",
+        effective_at=now,
+        source=f"watcher:{chain.name}",
+        lines=(Line(custody, d.amount_minor),
+               Line(accounts.get(spec.code, d.asset_code), -d.amount_minor)),
+        reference=f"{chain.name}:{d.tx_hash}:{d.position}",
+        reason=d.booking_reason,
+        metadata={"deposit_id": d.id, "rule": rule, "evidence": dict(evidence),
+                  "user_id": d.user_id if to_user else None},
+    )
+
+
+def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int, Attestation],
+                 finality: Mapping[int, Mapping[str, Any]], accounts: AccountCache,
+                 keys: Sequence[Key], *, now: datetime) -> dict[str, int]:
+    """Credit, book to suspense or hold the final deposits ``keys`` per their attestation.
+
+    The ledger transactions (one per deposit, idempotency key from the deposit key, through
+    ``ledger.service.post_batch``) and the history rows are written in this one transaction.
+    Deposits that are no longer final (re-read under lock) or whose record is pending wait.
+    """
+    batch, entries, posted_deposits = _Batch(now), [], []
+    counts = {"credited": 0, "suspense": 0, "held": 0}
+    for d in repo.lock_deposits(uow.conn, keys).values():
+        verdict = attestations.get(d.id)
+        if d.state != S.FINAL or verdict is None or (
+                verdict.verdict is Verdict.PENDING and d.booking != Booking.REVIEW):
+            continue
+        event = model.event_at_finality(Booking(d.booking), verdict.verdict is Verdict.AGREED)
+        final = dict(finality.get(d.id, {}))
+        rule = str(final.pop("rule", ""))
+        evidence = {**final, "attestation": verdict.evidence}
+        if event in (E.ATTESTED_FOR_USER, E.ATTESTED_FOR_SUSPENSE):
+            entries.append(_entry(chain, d, accounts, rule, evidence, now))
+            posted_deposits.append((d, event, rule, evidence))
+        else:
+            reason = verdict.reason if event is E.CUSTODY_RECORD_DISAGREED else d.booking_reason
+            batch.add(d, S.FINAL, event, rule=rule or None, evidence=evidence, reason=reason)
+            counts["held"] += 1
+    for (d, event, rule, evidence), outcome in zip(
+            posted_deposits, ledger.post_batch(uow, entries), strict=True):
+        if outcome.error is not None:
+            raise outcome.error  # A refused deposit posting is a bug: stop loudly.
+        batch.add(d, S.FINAL, event, rule=rule, evidence=evidence,
+                  ledger_transaction_id=outcome.transaction_id, reason=d.booking_reason)
+        counts["credited" if event is E.ATTESTED_FOR_USER else "suspense"] += 1
+    batch.write(uow)
+    return counts
+
+
+# --------------------------------------------------------------------------- provider inbox
+
+
+def receive_notification(uow: UnitOfWork, provider: str, payload: Mapping[str, Any]) -> bool:
+    """Store a custody provider notification before any processing; False if already stored.
+
+    ``payload``: ``event_id``, ``chain``, ``tx_hash``, ``position``, ``status`` ("complete"
+    when the provider calls the deposit done), ``address``, ``asset`` (ledger asset code) and
+    ``amount_minor`` (a decimal string of ledger minor units). The same event id with other
+    content is refused.
+    """
+    try:
+        record = {
+            "event_id": str(payload["event_id"]), "provider": provider,
+            "chain": str(payload["chain"]), "tx_hash": str(payload["tx_hash"]).lower(),
+            "position": str(payload["position"]), "status": str(payload["status"]),
+            "to_address": str(payload["address"]).lower(), "asset_code": str(payload["asset"]),
+            "amount_minor": int(str(payload["amount_minor"])), "payload": dict(payload),
+        }
+    except (KeyError, ValueError) as exc:
+        raise NotificationInvalid(f"malformed notification: {exc}") from exc
+    if repo.insert_inbox(uow.conn, record):
+        return True
+    event_id = str(record["event_id"])
+    stored = repo.get_inbox(uow.conn, event_id)
+    if stored is None or stored.payload != record["payload"]:
+        raise NotificationInvalid(f"event id {event_id} was stored with other content")
+    return False
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def open_cases(uow: UnitOfWork) -> list[repo.CaseRecord]:
+    """Cases without a resolution."""
+    return [c for c in repo.get_cases(uow.conn) if c.resolved_by is None]
+
+
+def resolve_case(uow: UnitOfWork, case_id: int, *, resolved_by: str, reason: str,
+                 reverse: bool) -> int | None:
+    """Resolve a case; with ``reverse`` the deposit's posting is reversed, referencing it.
+
+    Returns the reversal's ledger transaction id (None when nothing was reversed).
+    """
+    repo.lock_case(uow.conn, case_id)
+    found = repo.get_cases(uow.conn, case_id=case_id)
+    if not found:
+        raise DepositNotFound(f"no case {case_id}")
+    case = found[0]
+    if case.resolved_by is not None:
+        raise CaseResolutionInvalid(f"case {case_id} is already resolved")
+    reversal = None
+    if reverse:
+        if case.ledger_transaction_id is None:
+            raise CaseResolutionInvalid(f"case {case_id} has no ledger transaction to reverse")
+        reversal = ledger.reverse(
+            uow, case.ledger_transaction_id, idempotency_key=f"deposit-case:{case_id}:reversal",
+            reason=f"case {case_id}: {reason}", source=resolved_by,
+        ).transaction_id
+    repo.insert_case_resolution(uow.conn, case_id, reversal, resolved_by, reason)
+    return reversal

@@ -1,0 +1,270 @@
+"""The watcher of one chain: one bounded step at a time, safe to kill at any point.
+
+A step (``Watcher.step``) holds the chain's advisory lock (one step per chain across processes)
+and runs these phases; node calls always happen between database transactions, never inside:
+
+1. scan: read up to ``scan_blocks_max`` blocks above the cursor tip (headers and
+   ``eth_getBlockReceipts`` in one batch, transactions of our transfers in another); if the tip
+   is no longer canonical, find the common ancestor and rewind instead (deposits above it go
+   back to unconfirmed; credited ones open a case). Record the transfers to our addresses and
+   advance the cursor in ONE transaction.
+2. progress: confirmations and finality of included deposits, under the chain's rule.
+3. failures: an unconfirmed deposit whose sender's nonce was consumed at a final height by
+   another transaction is failed.
+4. provider: deposits the provider calls complete before our rule is met are held.
+5. settle: final deposits are checked against the custody record (attestor, outside any
+   transaction) and credited (ledger ``post``) with their history row in one transaction.
+
+Every write is idempotent against a crash right before or after its commit: the cursor moves
+with the observations, a state is re-read under lock before it moves, and a credit is keyed by
+the deposit (the ledger replays, it never posts twice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from chains.model import (
+    Confirmations,
+    FinalityRule,
+    FinalizedTag,
+    cursor_heights,
+    find_common_ancestor,
+    parse_finality_rule,
+)
+from chains.rpc import RpcCall, RpcClient, from_quantity, to_quantity
+from config.chains import ChainConfig, ChainsConfig
+from config.uow import UnitOfWork, run_in_transaction
+from deposits import repository as repo
+from deposits import service
+from deposits.attestors import Attestation, Attestor, NodeReceiptAttestor, ProviderAttestor, Verdict
+from deposits.errors import ReorgTooDeep, WatcherBusy
+from deposits.model import Booking, DepositState
+from deposits.scanner import scan_blocks
+
+log = logging.getLogger("custody.deposits.watcher")
+S = DepositState
+
+
+@dataclass
+class StepReport:
+    """What one step did."""
+
+    chain: str
+    scanned_from: int | None = None
+    scanned_to: int | None = None
+    head_block: int = 0
+    #: Height of the cursor's tip after the step (None: nothing accepted yet).
+    cursor_block: int | None = None
+    new_deposits: int = 0
+    rewound_to: int | None = None
+    cases_opened: list[int] = field(default_factory=list)
+    finals: int = 0
+    failed: int = 0
+    held_early: int = 0
+    credited: int = 0
+    suspense: int = 0
+    held: int = 0
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether the scan reached the node's head."""
+        return self.cursor_block is not None and self.cursor_block >= self.head_block
+
+
+def rpc_for(url: str, chain: ChainConfig) -> RpcClient:
+    """An RPC client with the chain's timeout and retry budget."""
+    return RpcClient(url, rpc_timeout_ms=chain.rpc_timeout_ms, retries_max=chain.rpc_retries_max)
+
+
+class Watcher:
+    """Follows one chain; see the module docstring."""
+
+    def __init__(self, engine: Engine, config: ChainsConfig, chain: str, *,
+                 rpc: RpcClient | None = None, attestor: Attestor | None = None,
+                 settle_batch_max: int = 1_000) -> None:
+        self.engine = engine
+        self.config = config
+        self.chain = config.chain(chain)
+        self.rule: FinalityRule = parse_finality_rule(self.chain.finality)
+        self.rpc = rpc or rpc_for(self.chain.rpc_url, self.chain)
+        if attestor is None:
+            if self.chain.attestor == "provider":
+                attestor = ProviderAttestor(engine)
+            else:
+                url = self.chain.attestor_rpc_url or self.chain.rpc_url
+                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.rule)
+        self.attestor = attestor
+        self.accounts = service.AccountCache()
+        self.settle_batch_max = settle_batch_max
+
+    # ----------------------------------------------------------------- the step
+
+    def step(self, *, now: datetime) -> StepReport:
+        """Run one bounded step (raises WatcherBusy if another process runs one)."""
+        report = StepReport(self.chain.name)
+        with self._chain_lock():
+            self._scan(report, now)
+            if report.rewound_to is None:
+                self._progress(report, now)
+                self._failures(report, now)
+                if self.chain.attestor == "provider":
+                    report.held_early = run_in_transaction(
+                        self.engine,
+                        lambda uow: service.record_early_completions(uow, self.chain, now=now))
+                self._settle(report, now)
+        return report
+
+    @contextlib.contextmanager
+    def _chain_lock(self) -> Iterator[None]:
+        # A session-level advisory lock on a connection of its own: two processes never run a
+        # step of the same chain at once (they would both scan and race on the cursor). It is
+        # not a row lock: node calls while holding it block nobody else's writes.
+        with self.engine.connect() as conn:
+            locked = repo.lock_chain(conn, self.chain.name)
+            conn.commit()
+            if not locked:
+                raise WatcherBusy(f"another watcher step of {self.chain.name} is running")
+            try:
+                yield
+            finally:
+                repo.unlock_chain(conn, self.chain.name)
+                conn.commit()
+
+    def _read(self, fn: Any) -> Any:
+        with UnitOfWork(self.engine) as uow:
+            return fn(uow)
+
+    def _scan(self, report: StepReport, now: datetime) -> None:
+        cursor = self._read(lambda uow: repo.get_cursor(uow.conn, self.chain.name))
+        head = self.rpc.block_number()
+        report.head_block = head
+        tip = cursor[-1] if cursor else None
+        report.cursor_block = tip[0] if tip else None
+        start = tip[0] + 1 if tip else self.chain.start_block
+        end = min(head, start + self.chain.scan_blocks_max - 1)
+        if end < start and tip is None:
+            return
+        family = self.chain.family
+
+        def lookup(addresses: Any) -> dict[str, str]:
+            return dict(self._read(lambda uow: repo.users_of_addresses(uow.conn, family,
+                                                                       addresses)))
+
+        result = scan_blocks(self.rpc, tip, start, max(end, start - 1), lookup_users=lookup,
+                             is_listed=lambda c: self.chain.token(c) is not None)
+        if result.reorg:
+            self._rewind(cursor, report, now)
+            return
+        if not result.headers:
+            return
+        report.scanned_from, report.scanned_to = result.headers[0].number, result.headers[-1].number
+        report.cursor_block = report.scanned_to
+        report.new_deposits = run_in_transaction(self.engine, lambda uow: service.record_scan(
+            uow, self.config, self.chain, result.headers, result.observations, result.users,
+            head_block=head, now=now))
+
+    def _rewind(self, cursor: list[tuple[int, str]], report: StepReport, now: datetime) -> None:
+        canonical = self.rpc.canonical_hashes(cursor_heights(cursor))
+        ancestor = find_common_ancestor(cursor, canonical)
+        if ancestor is None:
+            service.alerts.critical("%s: reorg deeper than the cursor (%d blocks); watcher "
+                                    "stopped", self.chain.name, len(cursor))
+            raise ReorgTooDeep(f"{self.chain.name}: no block of the cursor is canonical any "
+                               f"more (cursor {cursor[0][0]}..{cursor[-1][0]})")
+        tip = cursor[-1]
+        observed = {"old_tip_block": tip[0], "old_tip_hash": tip[1],
+                    "new_hash_at_old_tip": canonical.get(tip[0])}
+        log.warning("%s: reorg, rewinding from %d to %d", self.chain.name, tip[0], ancestor)
+        report.rewound_to = report.cursor_block = ancestor
+        report.cases_opened = run_in_transaction(self.engine, lambda uow: service.record_rewind(
+            uow, self.chain, ancestor, observed, now=now))
+
+    def _finality_heads(self) -> tuple[int, int | None]:
+        head = self.rpc.block_number()
+        if isinstance(self.rule, FinalizedTag):
+            finalized = self.rpc.get_block("finalized")
+            return head, None if finalized is None else finalized.number
+        return head, None
+
+    def _progress(self, report: StepReport, now: datetime) -> None:
+        open_ = self._read(lambda uow: repo.deposits_in_states(
+            uow.conn, self.chain.name, [S.INCLUDED], limit=50_000))
+        if not open_:
+            return
+        head, finalized = self._finality_heads()
+        heights = sorted({d.block_number for d in open_ if d.block_number is not None})
+        canonical = self.rpc.canonical_hashes(heights)
+        report.finals = run_in_transaction(self.engine, lambda uow: service.record_progress(
+            uow, self.chain, self.rule, [d.key for d in open_], head_block=head,
+            finalized_block=finalized, canonical=canonical, now=now))
+
+    def _final_height(self) -> int | None:
+        head, finalized = self._finality_heads()
+        if isinstance(self.rule, Confirmations):
+            height = head - self.rule.required + 1
+            return height if height >= 0 else None
+        return finalized
+
+    def _failures(self, report: StepReport, now: datetime) -> None:
+        waiting = self._read(lambda uow: repo.deposits_in_states(
+            uow.conn, self.chain.name, [S.UNCONFIRMED], limit=10_000))
+        waiting = [d for d in waiting if d.tx_from is not None and d.tx_nonce is not None]
+        height = self._final_height() if waiting else None
+        if not waiting or height is None:
+            return
+        senders = sorted({d.tx_from for d in waiting if d.tx_from})
+        counts = dict(zip(senders, self.rpc.batch_results(
+            [RpcCall("eth_getTransactionCount", [s, to_quantity(height)]) for s in senders]),
+            strict=True))
+        consumed = [d for d in waiting if from_quantity(counts[d.tx_from]) > (d.tx_nonce or 0)]
+        if not consumed:
+            return
+        # Read the receipts AFTER the nonces: if our own transaction consumed the nonce at a
+        # final height, its receipt is there and it is not failed (the scan re-includes it).
+        receipts = self.rpc.get_receipts([d.tx_hash for d in consumed])
+        proofs = {d.key: {"sender": d.tx_from, "nonce": d.tx_nonce, "final_block": height,
+                          "sender_nonce_at_final_block": from_quantity(counts[d.tx_from]),
+                          "rule": str(self.rule)}
+                  for d, r in zip(consumed, receipts, strict=True) if r is None}
+        if proofs:
+            report.failed = run_in_transaction(
+                self.engine, lambda uow: service.record_failures(uow, proofs, now=now))
+
+    def _settle(self, report: StepReport, now: datetime) -> None:
+        finals = self._read(lambda uow: repo.deposits_in_states(
+            uow.conn, self.chain.name, [S.FINAL], limit=self.settle_batch_max))
+        if not finals:
+            return
+        needed = service.accounts_needed(self.chain, finals)
+        try:
+            run_in_transaction(self.engine,
+                               lambda uow: self.accounts.ensure(uow, self.config, needed))
+        except BaseException:
+            self.accounts.forget(needed)
+            raise
+        attestable = [d for d in finals if d.booking != Booking.REVIEW]
+        verdicts: dict[int, Attestation] = self.attestor.attest(attestable)
+        verdicts.update({d.id: Attestation(Verdict.PENDING) for d in finals
+                         if d.booking == Booking.REVIEW})
+        finality = self._read(lambda uow: repo.finality_evidence(uow.conn,
+                                                                 [d.id for d in finals]))
+        chunk = 500
+        for i in range(0, len(finals), chunk):
+            keys = [d.key for d in finals[i:i + chunk]]
+
+            def settle(uow: UnitOfWork, keys: list[repo.Key] = keys) -> dict[str, int]:
+                return service.settle_final(uow, self.chain, verdicts, finality, self.accounts,
+                                            keys, now=now)
+
+            counts = run_in_transaction(self.engine, settle)
+            report.credited += counts["credited"]
+            report.suspense += counts["suspense"]
+            report.held += counts["held"]

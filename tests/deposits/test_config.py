@@ -1,0 +1,88 @@
+"""The chain configuration loader and its documented example."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chains.model import parse_finality_rule
+from config.chains import load_chains_config, parse_chains_config
+from config.errors import ConfigurationInvalid
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "chains.example.toml"
+
+
+@contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
+def _base() -> dict[str, Any]:
+    return {
+        "assets": {"ETH": {"scale": 18}, "USDC": {"scale": 6}},
+        "chains": {"dev": {"chain_id": 31337, "rpc_url": "http://x", "finality": "confirmations:3",
+                           "native_asset": "ETH",
+                           "tokens": [{"contract": "0x" + "Ab" * 20, "symbol": "USDC",
+                                       "asset": "USDC", "decimals": 18, "minimum": "1.5"}]}},
+    }
+
+
+class TestLoad:
+    def test_example_loads(self) -> None:
+        with _env("CUSTODY_ETHEREUM_RPC_URL", "http://127.0.0.1:1"):
+            config = load_chains_config(EXAMPLE)
+        eth = config.chain("ethereum")
+        assert eth.finality == "finalized"
+        assert eth.tokens[0].contract == "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
+        assert eth.tokens[0].minimum_minor == 1_000_000
+        assert eth.native_minimum_minor == 10**15
+        assert str(parse_finality_rule(config.chain("devnet").finality)) == "confirmations:3"
+        assert config.address_sources["evm"].kind == "mnemonic"
+
+    def test_from_environment_variable(self, tmp_path: Path) -> None:
+        path = tmp_path / "c.toml"
+        path.write_text('[assets.ETH]\nscale = 18\n[chains.dev]\nchain_id = 1\n'
+                        'rpc_url = "http://x"\nfinality = "finalized"\nnative_asset = "ETH"\n')
+        with _env("CUSTODY_CONFIG", str(path)):
+            assert load_chains_config().chain("dev").native_decimals == 18
+
+    def test_token_parsed_and_lower_cased(self) -> None:
+        token = parse_chains_config(_base()).chain("dev").tokens[0]
+        assert token.contract == "0x" + "ab" * 20
+        assert (token.decimals, token.minimum_minor) == (18, 1_500_000)
+
+
+class TestRefuse:
+    @pytest.mark.parametrize("change", [
+        lambda c: c["chains"]["dev"].update(finality="confirmations:0"),
+        lambda c: c["chains"]["dev"].update(finality="safe"),
+        lambda c: c["chains"]["dev"].update(native_asset="BTC"),
+        lambda c: c["chains"]["dev"]["tokens"][0].update(asset="DAI"),
+        lambda c: c["chains"]["dev"]["tokens"][0].update(contract="0x1234"),
+        lambda c: c["chains"]["dev"]["tokens"][0].update(minimum="0.0000001"),
+        lambda c: c["chains"]["dev"]["tokens"].append(dict(c["chains"]["dev"]["tokens"][0])),
+        lambda c: c["chains"]["dev"].update(attestor="oracle"),
+        lambda c: c["assets"].update(ETH={"scale": 40}),
+    ])
+    def test_invalid(self, change: object) -> None:
+        config = _base()
+        change(config)  # type: ignore[operator]
+        with pytest.raises(ConfigurationInvalid):
+            parse_chains_config(config)
+
+    def test_unknown_chain(self) -> None:
+        with pytest.raises(ConfigurationInvalid):
+            parse_chains_config(_base()).chain("nope")

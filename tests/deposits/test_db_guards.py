@@ -1,0 +1,84 @@
+"""The database refuses what the deposit rules refuse, whatever the code path."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from chains.addresses import MnemonicAddressSource, XpubAddressSource, xpub_from_mnemonic
+from chains.anvil import DEV_MNEMONIC
+from config.uow import UnitOfWork, sqlstate
+from deposits import service
+
+TX = "0x" + "ab" * 32
+
+
+def _seed(engine: Engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO deposits (chain, tx_hash, position, from_address, to_address, value, "
+            "booking, state, last_event_id) VALUES ('dev', :t, 'log:0', '0x1', '0x2', "
+            "CAST(:v AS numeric), 'ignore', 'ignored', 0)"), {"t": TX, "v": str(2**200)})
+        conn.execute(sa.text(
+            "INSERT INTO deposit_events (deposit_id, chain, tx_hash, position, event, state, "
+            "observed_at) SELECT id, chain, tx_hash, position, 'transfer_ignored', 'ignored', "
+            "now() FROM deposits"))
+
+
+class TestAppendOnly:
+    @pytest.mark.parametrize(("statement", "code"), [
+        ("UPDATE deposit_events SET state = 'credited'", "42501"),
+        ("DELETE FROM deposit_events", "42501"),
+        ("TRUNCATE deposit_events CASCADE", "42501"),
+        ("DELETE FROM deposits", "42501"),
+        ("UPDATE provider_inbox SET status = 'x'", "42501"),
+        ("UPDATE deposit_cases SET kind = 'x'", "42501"),
+        # The role may move a deposit's current state, but never its facts.
+        ("UPDATE deposits SET value = 1, last_event_id = 5", "P0001"),
+    ])
+    def test_application_role_may_not(self, engine: Engine, statement: str, code: str) -> None:
+        _seed(engine)
+        with pytest.raises(sa_exc.DBAPIError) as raised, engine.begin() as conn:
+            conn.execute(sa.text(statement))
+        assert sqlstate(raised.value) == code
+
+    @pytest.mark.parametrize("statement", [
+        "UPDATE deposit_events SET state = 'credited'",
+        "DELETE FROM deposit_events",
+        "TRUNCATE deposit_events CASCADE",
+        "UPDATE deposits SET value = 1",
+        "UPDATE deposits SET state = 'credited'",  # A state change without a history row.
+    ])
+    def test_even_the_owner_is_refused_by_triggers(self, engine: Engine, owner: Engine,
+                                                   statement: str) -> None:
+        _seed(engine)
+        with pytest.raises(sa_exc.DBAPIError) as raised, owner.begin() as conn:
+            conn.execute(sa.text(statement))
+        assert sqlstate(raised.value) == "P0001"
+
+    def test_uint256_values_round_trip(self, engine: Engine) -> None:
+        _seed(engine)
+        with engine.connect() as conn:
+            value = conn.execute(sa.text("SELECT value FROM deposits")).scalar_one()
+        assert int(value) == 2**200
+
+
+class TestAddresses:
+    def test_deterministic_per_family_and_idempotent(self, engine: Engine) -> None:
+        source = MnemonicAddressSource(DEV_MNEMONIC, account=1)
+        with UnitOfWork(engine) as uow:
+            a = service.assign_address(uow, "evm", "alice", source)
+            b = service.assign_address(uow, "evm", "bob", source)
+            again = service.assign_address(uow, "evm", "alice", source)
+            uow.commit()
+        assert a == again == source.address_for(0).lower()
+        assert b == source.address_for(1).lower()
+
+    def test_xpub_source_gives_the_same_addresses_without_keys(self, engine: Engine) -> None:
+        xpub = XpubAddressSource(xpub_from_mnemonic(DEV_MNEMONIC, account=1))
+        with UnitOfWork(engine) as uow:
+            a = service.assign_address(uow, "evm", "alice", xpub)
+            uow.commit()
+        assert a == MnemonicAddressSource(DEV_MNEMONIC, account=1).address_for(0).lower()
