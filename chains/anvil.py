@@ -16,6 +16,7 @@ anvil facts the helpers rely on (see FIELD-NOTES):
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import os
 import shutil
@@ -69,8 +70,17 @@ def find_anvil_binary(project_root: Path = PROJECT_ROOT, *, install: bool = True
             return str(candidate)
     if not install:
         raise AnvilUnavailable("anvil not found on PATH nor in .tools/node_modules")
-    _npm_install_anvil(tools)
-    return find_anvil_binary(project_root, install=False)
+    # Several processes (pytest workers) may get here at once: one installs while the others
+    # wait on the lock, then everyone looks again. Without it, a worker could execute the
+    # binary while another npm run is still writing it ("Text file busy").
+    tools.mkdir(parents=True, exist_ok=True)
+    with open(tools / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return find_anvil_binary(project_root, install=False)
+        except AnvilUnavailable:
+            _npm_install_anvil(tools)
+            return find_anvil_binary(project_root, install=False)
 
 
 def _npm_install_anvil(tools: Path) -> None:
