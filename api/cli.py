@@ -219,8 +219,11 @@ def demo() -> None:
 
 # The domain command groups are mounted here, the one place that composes the command line.
 from api.cli_deposits import deposits_app  # noqa: E402
+from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
 
 app.add_typer(deposits_app)  # watch, timeline, deposits
+app.add_typer(withdrawal_app, name="withdrawal")  # show, approve, cancel, write-off
+app.add_typer(withdrawals_app, name="withdrawals")  # open, process
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -1,0 +1,207 @@
+"""``custody withdrawal ...`` and ``custody withdrawals ...``: support and operator commands.
+
+Mounted by ``api/cli.py``::
+
+    from api.cli_withdrawals import withdrawal_app, withdrawals_app
+    app.add_typer(withdrawal_app, name="withdrawal")
+    app.add_typer(withdrawals_app, name="withdrawals")
+
+Actors are named with ``--as``; their roles come from ``[withdrawals.roles]`` of the
+configuration (the HTTP API maps authenticated logins instead).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import wraps
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from config.errors import CustodyError
+
+if TYPE_CHECKING:
+    from config.chains import ChainsConfig
+    from config.withdrawals import WithdrawalsConfig
+    from withdrawals.service import Actor, Timeline
+
+withdrawal_app = typer.Typer(help="One withdrawal: timeline, approvals, cancel, write-off.",
+                             no_args_is_help=True)
+withdrawals_app = typer.Typer(help="Withdrawals: open items, processor.", no_args_is_help=True)
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+
+
+def friendly(fn: F) -> F:
+    """Expected errors: one line on stderr and exit code 2 (as ``api.cli`` does; defined here
+    so that ``api.cli`` can import this module without an import cycle)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CustodyError as exc:
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``2h``, ``3d`` as a timedelta."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise typer.BadParameter(f"not a duration (like 30m, 2h, 1d): {text!r}")
+    value, unit = int(match.group(1)), match.group(2)
+    return timedelta(seconds=value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit])
+
+
+def _configs() -> tuple[ChainsConfig, WithdrawalsConfig]:
+    from config.chains import load_chains_config
+    from config.withdrawals import load_withdrawals_config
+
+    chains = load_chains_config()
+    return chains, load_withdrawals_config(chains)
+
+
+def _actor(name: str) -> Actor:
+    from withdrawals.service import ADMIN, APPROVER, Actor
+
+    _, cfg = _configs()
+    roles = {APPROVER} if name in cfg.approvers else set()
+    if name in cfg.admins:
+        roles.add(ADMIN)
+    return Actor(name, frozenset(roles))
+
+
+@withdrawal_app.command("show")
+@friendly
+def show(withdrawal_id: Annotated[int, typer.Argument(help="Withdrawal id.")]) -> None:
+    """Print the timeline: state changes, attempts, votes, returns and ledger transactions."""
+    from config.database import get_engine
+    from withdrawals.service import timeline
+
+    render_timeline(console, timeline(get_engine(), withdrawal_id))
+
+
+def render_timeline(out: Console, tl: Timeline) -> None:
+    """Print a ``withdrawals.service.Timeline``."""
+    w = tl.withdrawal
+    out.print(f"withdrawal {w.id}: {w.state}  user {w.user_id}  {w.amount_minor} {w.asset_code} "
+              f"(minor) on {w.chain} to {w.destination}  fee {w.fee_minor} "
+              f"(max {w.fee_max_minor})  nonce {w.nonce}", highlight=False)
+    events = Table(title="state changes")
+    for column in ("at", "event", "from", "to", "actor", "reason", "ledger tx"):
+        events.add_column(column)
+    for e in tl.events:
+        events.add_row(e.occurred_at.isoformat(), e.event, e.from_state or "", e.to_state,
+                       e.actor, e.reason or "", str(e.ledger_transaction_id or ""))
+    out.print(events)
+    if tl.attempts:
+        attempts = Table(title="broadcast attempts")
+        for column in ("#", "tx hash", "nonce", "max fee/gas", "tip/gas", "gas limit", "at"):
+            attempts.add_column(column)
+        for a in tl.attempts:
+            attempts.add_row(str(a.attempt_no), a.tx_hash, str(a.nonce), str(a.max_fee_per_gas),
+                             str(a.max_priority_fee_per_gas), str(a.gas_limit),
+                             a.created_at.isoformat())
+        out.print(attempts)
+    for d in tl.decisions:
+        out.print(f"{d.kind}: {d.actor} {d.decision} at {d.decided_at.isoformat()} "
+                  f"{d.reason or ''}", highlight=False)
+    for r in tl.returns:
+        out.print(f"returned: {r.amount_minor} via {r.chain}:{r.tx_hash}:{r.position} "
+                  f"arrived {r.arrived_at.isoformat()} (linked by {r.linked_by})",
+                  highlight=False)
+    ledger = Table(title="ledger transactions")
+    for column in ("id", "key", "kind", "effective", "postings"):
+        ledger.add_column(column)
+    for t in tl.transactions:
+        ledger.add_row(str(t.id), t.idempotency_key, t.kind, t.effective_at.isoformat(),
+                       ", ".join(f"{p.account_id}:{p.amount_minor}" for p in t.postings))
+    out.print(ledger)
+
+
+@withdrawal_app.command("approve")
+@friendly
+def approve(withdrawal_id: int, as_: Annotated[str, typer.Option("--as")],
+            reason: Annotated[str | None, typer.Option()] = None) -> None:
+    """Approve a withdrawal waiting for approval."""
+    from config.database import get_engine
+    from withdrawals import service
+
+    w = service.approve(get_engine(), withdrawal_id, _actor(as_), now=datetime.now(UTC),
+                        reason=reason)
+    console.print(f"withdrawal {w.id}: {w.state}")
+
+
+@withdrawal_app.command("cancel")
+@friendly
+def cancel(withdrawal_id: int, as_: Annotated[str, typer.Option("--as")]) -> None:
+    """Cancel a withdrawal that is not signed yet (releases the reserve)."""
+    from config.database import get_engine
+    from withdrawals import service
+
+    w = service.cancel(get_engine(), withdrawal_id, as_, now=datetime.now(UTC))
+    console.print(f"withdrawal {w.id}: {w.state}")
+
+
+@withdrawal_app.command("write-off")
+@friendly
+def write_off(withdrawal_id: int, decision: Annotated[str, typer.Argument(help="sent|not_sent")],
+              as_: Annotated[str, typer.Option("--as")],
+              reason: Annotated[str, typer.Option()]) -> None:
+    """Vote to treat an undetermined withdrawal as sent or not sent (two admins decide)."""
+    from config.database import get_engine
+    from withdrawals import service
+
+    w = service.vote_write_off(get_engine(), withdrawal_id, _actor(as_), decision,
+                               reason=reason, now=datetime.now(UTC))
+    console.print(f"withdrawal {w.id}: {w.state}")
+
+
+@withdrawals_app.command("open")
+@friendly
+def open_items(
+    older_than: Annotated[str, typer.Option(help="Only reserves older than this (30m, 2h, 1d).")]
+    = "0s",
+) -> None:
+    """List reserves still open; exit 1 if any is past the SLA (an alert)."""
+    from config.database import get_engine
+    from withdrawals import service
+
+    _, cfg = _configs()
+    items = service.open_items(get_engine(), cfg, older_than=parse_duration(older_than),
+                               now=datetime.now(UTC))
+    table = Table(title=f"open withdrawal reserves (SLA {cfg.open_item_sla_s}s)")
+    for column in ("withdrawal", "user", "chain", "asset", "open (minor)", "age s", "state",
+                   "reason", "overdue"):
+        table.add_column(column)
+    for i in items:
+        r = i.row
+        table.add_row(str(r.withdrawal_id), r.user_id, r.chain, r.asset_code, str(r.open_minor),
+                      f"{i.age_s:.0f}", r.state, r.state_reason or "",
+                      "ALERT" if i.overdue else "")
+    console.print(table)
+    if any(i.overdue for i in items):
+        raise typer.Exit(1)
+
+
+@withdrawals_app.command("process")
+@friendly
+def process(chain: str, interval_s: Annotated[float, typer.Option()] = 2.0,
+            steps: Annotated[int | None, typer.Option(help="Stop after N steps.")] = None) -> None:
+    """Run the withdrawal processor of CHAIN (sign, send, track, settle)."""
+    from config.database import get_engine
+    from withdrawals import processor
+
+    chains, cfg = _configs()
+    ctx = processor.build_context(chains, cfg, chain)
+    processor.run(get_engine(), cfg, ctx, interval_s=interval_s, steps_max=steps,
+                  on_step=lambda r: console.print(r))

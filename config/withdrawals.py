@@ -1,0 +1,241 @@
+"""Withdrawal configuration: withdrawable assets with their bounds, fee schedule and policy,
+the hot wallet and gas settings of each chain, and the timings of the unknown-outcome ladder.
+
+Read from the ``[withdrawals]`` section of the TOML file named by ``CUSTODY_CONFIG`` (the same
+file as the chain configuration; documented example in ``config/withdrawals.example.toml``).
+Amounts are decimal strings in the LEDGER asset's units and become exact ``int`` minor units
+here; a value with more decimals than the asset's scale is refused, never rounded. Everything
+is validated against the chain configuration (the chain exists, the token is listed there, its
+on-chain decimals are known) and returned as frozen values. No secret is read here: the hot
+wallet's key is named by an environment variable that only the signer reads.
+
+A hot wallet is refused when its chain's native asset has a ledger scale coarser than the
+chain's native decimals: the gas it pays is a fact in the chain's smallest unit (wei) that the
+ledger could then only book rounded, and rounding would make the treasury drift from the
+wallet's real balance (see ``withdrawals.model``). Finer ledger scales are fine (exact).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from config.chains import CONFIG_ENV, ChainsConfig, parse_units
+from config.errors import ConfigurationInvalid
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_ENV = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+SIGNER_KINDS = frozenset({"local_key"})
+
+
+@dataclass(frozen=True)
+class AssetPolicy:
+    """One withdrawable (chain, asset): bounds, fee schedule and approval policy.
+
+    All amounts in the ledger asset's minor units. ``token`` is the ERC-20 contract
+    (lower-case) or None for the chain's native coin; ``decimals`` its on-chain decimals.
+    The user is charged ``fee_minor``; the reserve covers ``fee_max_minor`` (>= fee).
+    Amounts above ``approval_threshold_minor`` wait for one approver, above
+    ``dual_approval_threshold_minor`` for two different approvers (None: never).
+    """
+
+    chain: str
+    asset: str
+    scale: int
+    token: str | None
+    decimals: int
+    minimum_minor: int
+    maximum_minor: int
+    fee_minor: int
+    fee_max_minor: int
+    daily_limit_minor: int
+    approval_threshold_minor: int | None = None
+    dual_approval_threshold_minor: int | None = None
+
+
+@dataclass(frozen=True)
+class HotWalletConfig:
+    """The single hot wallet payouts leave from on one chain, and its gas settings (wei)."""
+
+    chain: str
+    address: str
+    signer: str
+    key_env: str
+    gas_limit_native: int = 21_000
+    gas_limit_token: int = 100_000
+    priority_fee_wei: int = 1_000_000_000
+    max_fee_per_gas_cap_wei: int = 500_000_000_000
+
+
+@dataclass(frozen=True)
+class WithdrawalsConfig:
+    """The whole ``[withdrawals]`` section."""
+
+    assets: Mapping[tuple[str, str], AssetPolicy]
+    hot_wallets: Mapping[str, HotWalletConfig]
+    #: Undetermined this long after going unknown: wait for a two-admin write-off decision.
+    escalate_after_s: int = 3_600
+    #: A broadcast attempt not included after this long is replaced with higher fees.
+    bump_after_s: int = 300
+    #: Replacement fees are at least this many percent above the previous attempt (>= 10).
+    bump_percent: int = 25
+    #: Attempts per withdrawal (the first plus replacements).
+    attempts_max: int = 5
+    #: A reserve still open after this long raises an alert.
+    open_item_sla_s: int = 7_200
+    #: Withdrawals handled per processor step and phase.
+    batch_max: int = 50
+    #: Identities with the approver and admin roles (the API layer maps logins to them).
+    approvers: frozenset[str] = field(default_factory=frozenset)
+    admins: frozenset[str] = field(default_factory=frozenset)
+
+    def policy(self, chain: str, asset: str) -> AssetPolicy | None:
+        """The policy of ``asset`` on ``chain``, or None when it is not withdrawable there."""
+        return self.assets.get((chain, asset))
+
+    def hot_wallet(self, chain: str) -> HotWalletConfig:
+        """The hot wallet of ``chain``, or ConfigurationInvalid."""
+        try:
+            return self.hot_wallets[chain]
+        except KeyError:
+            raise ConfigurationInvalid(f"no hot wallet for chain {chain!r}") from None
+
+
+def _int(raw: Mapping[str, Any], key: str, where: str, default: int, low: int = 0,
+         high: int = 2**63 - 1) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigurationInvalid(f"{where}.{key} must be an integer in [{low}, {high}]")
+    return value
+
+
+def _optional_units(raw: Mapping[str, Any], key: str, scale: int, where: str) -> int | None:
+    if raw.get(key) is None:
+        return None
+    return parse_units(raw[key], scale, what=f"{where}.{key}")
+
+
+def _parse_asset(raw: Any, chains: ChainsConfig, where: str) -> AssetPolicy:
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where} must be a table")
+    chain = chains.chain(str(raw.get("chain")))
+    code = str(raw.get("asset"))
+    if code not in chains.assets:
+        raise ConfigurationInvalid(f"{where}: asset {code} is not declared in [assets]")
+    scale = chains.assets[code].scale
+    token_text = raw.get("token")
+    if token_text is None:
+        if code != chain.native_asset:
+            raise ConfigurationInvalid(f"{where}: {code} is not {chain.name}'s native asset; "
+                                       "name its token contract")
+        token, decimals = None, chain.native_decimals
+    else:
+        listed = chain.token(str(token_text)) if _ADDRESS.match(str(token_text)) else None
+        if listed is None or listed.asset != code:
+            raise ConfigurationInvalid(f"{where}: token {token_text} is not listed as {code} "
+                                       f"on chain {chain.name}")
+        token, decimals = listed.contract, listed.decimals
+    units = {k: parse_units(raw.get(k, "0"), scale, what=f"{where}.{k}")
+             for k in ("minimum", "maximum", "fee", "fee_max", "daily_limit")}
+    if units["fee"] > units["fee_max"]:
+        raise ConfigurationInvalid(f"{where}: fee must not exceed fee_max")
+    if not 0 < units["minimum"] <= units["maximum"]:
+        raise ConfigurationInvalid(f"{where}: need 0 < minimum <= maximum")
+    policy = AssetPolicy(
+        chain=chain.name, asset=code, scale=scale, token=token, decimals=decimals,
+        minimum_minor=units["minimum"], maximum_minor=units["maximum"],
+        fee_minor=units["fee"], fee_max_minor=units["fee_max"],
+        daily_limit_minor=units["daily_limit"],
+        approval_threshold_minor=_optional_units(raw, "approval_threshold", scale, where),
+        dual_approval_threshold_minor=_optional_units(raw, "dual_approval_threshold", scale,
+                                                      where),
+    )
+    if decimals < scale and (policy.minimum_minor % 10 ** (scale - decimals)):
+        raise ConfigurationInvalid(f"{where}: minimum not representable in {decimals} decimals")
+    return policy
+
+
+def _parse_hot_wallet(chain_name: str, raw: Any, chains: ChainsConfig) -> HotWalletConfig:
+    where = f"withdrawals.hot_wallets.{chain_name}"
+    chain = chains.chain(chain_name)
+    native_scale = chains.assets[chain.native_asset].scale
+    if native_scale < chain.native_decimals:
+        raise ConfigurationInvalid(
+            f"{where}: the ledger scale of {chain.native_asset} ({native_scale}) is coarser than "
+            f"{chain_name}'s native decimals ({chain.native_decimals}): the gas this wallet pays "
+            f"could not be booked exactly. Open {chain.native_asset} with a scale of at least "
+            f"{chain.native_decimals}.")
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where} must be a table")
+    address = str(raw.get("address", ""))
+    if not _ADDRESS.match(address):
+        raise ConfigurationInvalid(f"{where}.address is not an EVM address")
+    signer = str(raw.get("signer", "local_key"))
+    if signer not in SIGNER_KINDS:
+        raise ConfigurationInvalid(f"{where}.signer must be one of {sorted(SIGNER_KINDS)}")
+    key_env = str(raw.get("key_env", ""))
+    if not _ENV.match(key_env):
+        raise ConfigurationInvalid(f"{where}.key_env must name an environment variable")
+    return HotWalletConfig(
+        chain=chain_name, address=address.lower(), signer=signer, key_env=key_env,
+        gas_limit_native=_int(raw, "gas_limit_native", where, 21_000, 21_000, 10_000_000),
+        gas_limit_token=_int(raw, "gas_limit_token", where, 100_000, 21_000, 10_000_000),
+        priority_fee_wei=_int(raw, "priority_fee_wei", where, 1_000_000_000, 0),
+        max_fee_per_gas_cap_wei=_int(raw, "max_fee_per_gas_cap_wei", where, 500 * 10**9, 1),
+    )
+
+
+def parse_withdrawals_config(data: Mapping[str, Any], chains: ChainsConfig) -> WithdrawalsConfig:
+    """Validate the parsed TOML document's ``[withdrawals]`` section against ``chains``."""
+    raw = data.get("withdrawals")
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid("[withdrawals] section is missing")
+    where = "withdrawals"
+    assets_raw = raw.get("assets", [])
+    if not isinstance(assets_raw, list):
+        raise ConfigurationInvalid("withdrawals.assets must be an array of tables")
+    policies = [_parse_asset(a, chains, f"{where}.assets[{i}]") for i, a in enumerate(assets_raw)]
+    assets = {(p.chain, p.asset): p for p in policies}
+    if len(assets) != len(policies):
+        raise ConfigurationInvalid(f"{where}.assets: a (chain, asset) is listed twice")
+    wallets_raw = raw.get("hot_wallets", {})
+    if not isinstance(wallets_raw, Mapping):
+        raise ConfigurationInvalid(f"{where}.hot_wallets must be a table")
+    wallets = {name: _parse_hot_wallet(name, w, chains) for name, w in wallets_raw.items()}
+    for chain_name, _ in assets:
+        if chain_name not in wallets:
+            raise ConfigurationInvalid(f"{where}: chain {chain_name} has assets but no hot wallet")
+    roles = raw.get("roles", {})
+    if not isinstance(roles, Mapping):
+        raise ConfigurationInvalid(f"{where}.roles must be a table")
+    return WithdrawalsConfig(
+        assets=assets,
+        hot_wallets=wallets,
+        escalate_after_s=_int(raw, "escalate_after_s", where, 3_600, 1),
+        bump_after_s=_int(raw, "bump_after_s", where, 300, 1),
+        bump_percent=_int(raw, "bump_percent", where, 25, 10, 1_000),
+        attempts_max=_int(raw, "attempts_max", where, 5, 1, 50),
+        open_item_sla_s=_int(raw, "open_item_sla_s", where, 7_200, 1),
+        batch_max=_int(raw, "batch_max", where, 50, 1, 10_000),
+        approvers=frozenset(str(x) for x in roles.get("approvers", [])),
+        admins=frozenset(str(x) for x in roles.get("admins", [])),
+    )
+
+
+def load_withdrawals_config(chains: ChainsConfig,
+                            path: str | Path | None = None) -> WithdrawalsConfig:
+    """Load the ``[withdrawals]`` section from ``path`` or ``$CUSTODY_CONFIG``."""
+    chosen = path if path is not None else os.environ.get(CONFIG_ENV)
+    if not chosen:
+        raise ConfigurationInvalid(f"no configuration file: set {CONFIG_ENV}")
+    try:
+        with open(chosen, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationInvalid(f"cannot read configuration {chosen}: {exc}") from exc
+    return parse_withdrawals_config(data, chains)

@@ -1,0 +1,21 @@
+"""Withdrawals: reserve, approve, sign, broadcast, track to finality, settle or release.
+
+Design in brief (DESIGN.md section 6):
+
+- ``model`` is the pure core: the states, the one ``transition`` table, request validation,
+  exact unit conversions (ledger scale <-> on-chain decimals), fee caps and the decisions of the
+  tracking ladder. No database, no web3, no clock reads.
+- ``service`` holds the use cases that need no chain call (request and reserve, approvals,
+  cancel, write-off votes, returns, open items, the timeline). Every state change goes through
+  ``model.transition`` and is written with its history row and its ledger entries in one unit
+  of work.
+- ``processor`` is the chain side: one bounded ``step`` per chain signs reserved withdrawals
+  (nonce allocated in the database, attempt committed before it is sent), sends, tracks every
+  attempt to finality, settles on a final receipt, books gas as the company's expense, bumps
+  stuck transactions (same nonce, higher fees) and closes nonces that a payout no longer needs
+  with a zero-value self-transfer (a "cancel" transaction).
+- ``repository`` holds all SQL; ``signer`` puts signing behind an interface; ``testing`` is the
+  fault-injecting JSON-RPC proxy used by tests and drills.
+- Nothing is released on a timer: an unknown outcome leaves ``unknown`` only on proof from the
+  chain or a write-off decided by two different admins.
+"""

@@ -1,0 +1,116 @@
+"""Errors of the withdrawals package; each has a stable ``code`` the API and the CLI report."""
+
+from __future__ import annotations
+
+from config.errors import CustodyError
+
+
+class WithdrawalError(CustodyError):
+    """Root of the withdrawals' expected errors."""
+
+    code = "withdrawal_error"
+
+
+class WithdrawalRefused(WithdrawalError):
+    """A request was refused before anything was written (validation or policy)."""
+
+    code = "withdrawal_refused"
+
+
+class AddressInvalid(WithdrawalRefused):
+    """The destination is malformed or fails its EIP-55 checksum."""
+
+    code = "address_invalid"
+
+
+class AddressZero(WithdrawalRefused):
+    """The destination is the zero address (funds sent there are burnt)."""
+
+    code = "address_zero"
+
+
+class AddressOwn(WithdrawalRefused):
+    """The destination is one of our own addresses (a deposit address or a hot wallet)."""
+
+    code = "address_own"
+
+
+class AmountOutOfBounds(WithdrawalRefused):
+    """The amount is zero, negative, below the asset's minimum or above its maximum."""
+
+    code = "amount_out_of_bounds"
+
+
+class AmountNotRepresentable(WithdrawalRefused):
+    """The amount cannot be expressed exactly in the token's on-chain decimals."""
+
+    code = "amount_not_representable"
+
+
+class AssetNotWithdrawable(WithdrawalRefused):
+    """The asset cannot be withdrawn on that chain (not configured)."""
+
+    code = "asset_not_withdrawable"
+
+
+class DailyLimitExceeded(WithdrawalRefused):
+    """The user's withdrawals of this asset in the last 24 hours would pass the daily limit."""
+
+    code = "daily_limit_exceeded"
+
+
+class WithdrawalKeyConflict(WithdrawalError):
+    """The caller's idempotency key was already used for a different request."""
+
+    code = "withdrawal_key_conflict"
+
+
+class WithdrawalNotFound(WithdrawalError):
+    """No such withdrawal."""
+
+    code = "withdrawal_not_found"
+
+
+class TransitionRefused(WithdrawalError):
+    """The event is not allowed in the withdrawal's current state."""
+
+    code = "transition_refused"
+
+
+class WithdrawalNotCancelable(TransitionRefused):
+    """Cancel is only allowed until the withdrawal is signed."""
+
+    code = "withdrawal_not_cancelable"
+
+
+class ApprovalRefused(WithdrawalError):
+    """An approval (or rejection) was refused: wrong role, own request, or a second vote."""
+
+    code = "approval_refused"
+
+
+class WriteOffRefused(WithdrawalError):
+    """A write-off decision was refused: wrong role, no reason, a second vote, or wrong state."""
+
+    code = "write_off_refused"
+
+
+class ReturnLinkInvalid(WithdrawalError):
+    """A returned transfer cannot be linked to that payout."""
+
+    code = "return_link_invalid"
+
+
+class SignerUnavailable(WithdrawalError):
+    """The signer cannot sign (missing key, wrong chain, key does not match the hot wallet)."""
+
+    code = "signer_unavailable"
+
+
+class SettlementMismatch(WithdrawalError):
+    """The landed transaction does not pay what the withdrawal asked: stop and alert.
+
+    Not an expected outcome: a broken invariant that an operator must look at.
+    """
+
+    code = "settlement_mismatch"

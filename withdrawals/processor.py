@@ -1,0 +1,563 @@
+"""The chain side of withdrawals: sign, send, track to finality, settle, and the unknown ladder.
+
+One ``step`` per chain: (1) sign reserved withdrawals (nonce allocated under a row lock, the
+attempt recorded and committed BEFORE anything is sent); (2) send signed attempts (outside any
+database transaction; the outcome is recorded in a new one); (3) track every in-flight
+withdrawal: receipts of all its attempts, the hot wallet's nonce at the final height and at
+latest, finality under the chain's rule. Settlement happens only on a final receipt; a reorg
+before finality sends the withdrawal back to broadcast tracking (and re-sends the same signed
+bytes). Nothing is released without proof from the chain or a two-admin write-off.
+(4) close the nonces of written-off withdrawals: a nonce handed out but never consumed blocks
+every later payout of the hot wallet, so the processor consumes it with a zero-value transfer
+from the hot wallet to itself (same nonce, fees bumped over every earlier attempt: it replaces
+a payout still in some mempool), recorded as an attempt before it is sent and tracked to
+finality; its gas is the company's network fee. A withdrawal written off as *sent* gets a
+fee-bumped copy of its payout instead, so that the chain comes to match the books. The nonce is
+never handed to another payout: after a send whose answer was lost, nothing proves that the
+old payout is not in some mempool, and only a transaction with higher fees displaces it.
+
+Gas is booked exactly: the receipt's wei are converted to the native asset's ledger scale
+(``withdrawals.model.to_ledger_units``; a coarser scale is refused when the configuration is
+loaded).
+
+A step holds a session-level advisory lock per chain, so two processes never step one chain at
+once; a killed process releases it with its connection. Every phase is safe to repeat after a
+crash at any point: signed bytes are re-sent as they are (same hash), a replacement keeps the
+withdrawal's nonce, and ledger entries carry idempotency keys.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from chains.errors import ChainError, RpcError, RpcUnavailable
+from chains.evm import decode_receipt_transfers, erc20_transfer_calldata, receipt_succeeded
+from chains.model import (
+    Confirmations,
+    FinalityEvidence,
+    FinalityRule,
+    evaluate_finality,
+    parse_finality_rule,
+)
+from chains.rpc import RpcClient, from_quantity
+from config.chains import ChainConfig
+from config.uow import UnitOfWork, run_in_transaction
+from config.withdrawals import HotWalletConfig, WithdrawalsConfig
+from withdrawals import model, service
+from withdrawals import repository as repo
+from withdrawals.errors import SettlementMismatch, SignerUnavailable
+from withdrawals.model import AttemptView, Event, FeeCaps, State
+from withdrawals.repository import AttemptRecord, WithdrawalRecord
+from withdrawals.signer import Signer, UnsignedTx
+
+log = logging.getLogger("withdrawals.processor")
+ACTOR = "processor"
+TRACKED = (State.BROADCAST, State.INCLUDED, State.UNKNOWN, State.AWAITING_WRITE_OFF)
+
+
+@dataclass
+class ChainContext:
+    """What a processor needs for one chain."""
+
+    chain: ChainConfig
+    hot: HotWalletConfig
+    rpc: RpcClient
+    signer: Signer
+    rule: FinalityRule = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rule = parse_finality_rule(self.chain.finality)
+        if self.signer.address != self.hot.address:
+            raise SignerUnavailable(f"signer key is for {self.signer.address}, "
+                                    f"not the hot wallet {self.hot.address}")
+
+
+@dataclass
+class StepReport:
+    """Counts of what one step did."""
+
+    signed: int = 0
+    sent: int = 0
+    tracked: int = 0
+    settled: int = 0
+    released: int = 0
+    cancels_signed: int = 0
+    nonces_closed: int = 0
+    skipped_locked: bool = False
+
+
+def step(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
+         now: datetime) -> StepReport:
+    """One bounded pass over the chain's withdrawals (see the module docstring)."""
+    report = StepReport()
+    with engine.connect() as lock_conn:
+        if not repo.try_lock_chain(lock_conn, ctx.chain.name):
+            lock_conn.rollback()
+            report.skipped_locked = True
+            return report
+        lock_conn.commit()
+        try:
+            _sign_reserved(engine, cfg, ctx, now=now, report=report)
+            _send_signed(engine, cfg, ctx, now=now, report=report)
+            _track(engine, cfg, ctx, now=now, report=report)
+            _send_signed(engine, cfg, ctx, now=now, report=report)  # replacements just signed
+            _close_nonces(engine, cfg, ctx, now=now, report=report)
+        finally:
+            repo.unlock_chain(lock_conn, ctx.chain.name)
+            lock_conn.commit()
+    return report
+
+
+def _ids(engine: Engine, cfg: WithdrawalsConfig, chain: str,
+         states: tuple[State, ...]) -> list[int]:
+    with UnitOfWork(engine) as uow:
+        return repo.list_ids_in_states(uow.conn, chain, states, cfg.batch_max)
+
+
+# --- signing --------------------------------------------------------------------------------
+
+
+def _fresh_caps(ctx: ChainContext) -> FeeCaps:
+    latest = ctx.rpc.request("eth_getBlockByNumber", ["latest", False])
+    base_fee = from_quantity(latest.get("baseFeePerGas", "0x0"))
+    return model.initial_fee_caps(base_fee, ctx.hot.priority_fee_wei,
+                                  ctx.hot.max_fee_per_gas_cap_wei)
+
+
+def _unsigned(ctx: ChainContext, w: WithdrawalRecord, nonce: int, caps: FeeCaps,
+              purpose: str = "payout") -> UnsignedTx:
+    if purpose == "cancel":
+        # Zero value to ourselves: consumes the nonce, moves nothing but gas.
+        return UnsignedTx(ctx.chain.chain_id, nonce, ctx.hot.address, 0, "0x",
+                          ctx.hot.gas_limit_native, caps.max_fee_per_gas,
+                          caps.max_priority_fee_per_gas)
+    if w.token is None:
+        to, value, data, gas = w.destination, w.chain_amount, "0x", ctx.hot.gas_limit_native
+    else:
+        to, value, gas = w.token, 0, ctx.hot.gas_limit_token
+        data = erc20_transfer_calldata(w.destination, w.chain_amount)
+    return UnsignedTx(ctx.chain.chain_id, nonce, to, value, data, gas, caps.max_fee_per_gas,
+                      caps.max_priority_fee_per_gas)
+
+
+def _sign_reserved(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, now: datetime,
+                   report: StepReport) -> None:
+    ids = _ids(engine, cfg, ctx.chain.name, (State.RESERVED,))
+    if not ids:
+        return
+    # Chain reads happen before the database transactions, never inside them.
+    chain_nonce = ctx.rpc.get_transaction_count(ctx.hot.address, "pending")
+    caps = _fresh_caps(ctx)
+    for withdrawal_id in ids:
+        if run_in_transaction(engine, partial(_sign_first, ctx=ctx, withdrawal_id=withdrawal_id,
+                                              chain_nonce=chain_nonce, caps=caps, now=now)):
+            report.signed += 1
+
+
+def _sign_first(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int, chain_nonce: int,
+                caps: FeeCaps, now: datetime) -> bool:
+    # Row lock: cancel and signing are ordered; the second sees the first's state.
+    w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+    if w is None or w.state is not State.RESERVED:
+        return False
+    nonce = repo.allocate_nonce(uow.conn, ctx.chain.name, ctx.hot.address, chain_nonce)
+    _record_attempt(uow, ctx, w, nonce, caps, 1, now, "first attempt",
+                    {"hot_wallet": ctx.hot.address, "nonce": nonce})
+    return True
+
+
+def _record_attempt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord, nonce: int,
+                    caps: FeeCaps, attempt_no: int, now: datetime, reason: str,
+                    updates: dict[str, Any] | None = None, *, purpose: str = "payout",
+                    event: Event = Event.ATTEMPT_SIGNED) -> AttemptRecord:
+    """Sign an attempt and record it with its history row; it is sent after the commit."""
+    unsigned = _unsigned(ctx, w, nonce, caps, purpose)
+    signed = ctx.signer.sign(unsigned)
+    attempt_id = repo.insert_attempt(
+        uow.conn, withdrawal_id=w.id, attempt_no=attempt_no, chain=ctx.chain.name,
+        hot_wallet=ctx.hot.address, nonce=nonce, tx_hash=signed.tx_hash, raw_tx=signed.raw_tx,
+        max_fee_per_gas=caps.max_fee_per_gas,
+        max_priority_fee_per_gas=caps.max_priority_fee_per_gas, gas_limit=unsigned.gas_limit,
+        at=now, purpose=purpose)
+    service.apply(uow, w, event, now=now, actor=ACTOR, reason=reason,
+                  attempt_id=attempt_id,
+                  evidence={"tx_hash": signed.tx_hash, "nonce": nonce, "attempt_no": attempt_no,
+                            "purpose": purpose,
+                            "max_fee_per_gas": str(caps.max_fee_per_gas),
+                            "max_priority_fee_per_gas": str(caps.max_priority_fee_per_gas)},
+                  **(updates or {}))
+    return AttemptRecord(attempt_id, w.id, attempt_no, ctx.chain.name, ctx.hot.address, nonce,
+                         signed.tx_hash, signed.raw_tx, caps.max_fee_per_gas,
+                         caps.max_priority_fee_per_gas, unsigned.gas_limit, now, purpose)
+
+
+# --- sending --------------------------------------------------------------------------------
+
+
+def _send_signed(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, now: datetime,
+                 report: StepReport) -> None:
+    for withdrawal_id in _ids(engine, cfg, ctx.chain.name, (State.SIGNED,)):
+        with UnitOfWork(engine) as uow:
+            attempts = repo.list_attempts(uow.conn, withdrawal_id)
+        latest = attempts[-1]
+        event, evidence = _send(ctx, latest)
+        report.sent += 1
+
+        def record(uow: UnitOfWork, i: int = withdrawal_id, e: Event = event,
+                   ev: dict[str, Any] = evidence, a: AttemptRecord = latest) -> None:
+            w = repo.get_withdrawal(uow.conn, i, for_update=True)
+            # Another step may have moved it meanwhile (it found a receipt): keep that.
+            if w is None or w.state is not State.SIGNED:
+                return
+            service.apply(uow, w, e, now=now, actor=ACTOR, reason=ev.get("error", "accepted"),
+                          evidence=ev, attempt_id=a.id)
+
+        run_in_transaction(engine, record)
+
+
+def _send(ctx: ChainContext, attempt: AttemptRecord) -> tuple[Event, dict[str, Any]]:
+    """Broadcast an attempt's signed bytes. Any failure is an unknown outcome, never a
+    failure: the node may have taken it before the answer was lost."""
+    evidence: dict[str, Any] = {"tx_hash": attempt.tx_hash, "nonce": attempt.nonce}
+    try:
+        ctx.rpc.send_raw_transaction(attempt.raw_tx)
+    except RpcUnavailable as exc:
+        return Event.SEND_UNCONFIRMED, {**evidence, "error": f"no answer: {exc.message}"}
+    except RpcError as exc:
+        return Event.SEND_UNCONFIRMED, {**evidence, "error": f"node error: {exc.message}"}
+    return Event.SEND_ACCEPTED, evidence
+
+
+def _resend(ctx: ChainContext, attempt: AttemptRecord) -> None:
+    try:
+        ctx.rpc.send_raw_transaction(attempt.raw_tx)
+    except ChainError as exc:
+        log.info("re-send of %s: %s", attempt.tx_hash, exc.message)
+
+
+# --- tracking -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainView:
+    """The chain as seen for one withdrawal."""
+
+    attempts: tuple[AttemptView, ...]
+    receipts: dict[str, dict[str, Any]]
+    head: int
+    finalized_block: int | None
+    final_height: int
+    finalized_nonce: int
+    latest_nonce: int
+    fresh_caps: FeeCaps
+
+
+def _observe(ctx: ChainContext, attempts: list[AttemptRecord]) -> ChainView:
+    receipts = ctx.rpc.get_receipts([a.tx_hash for a in attempts])
+    head = ctx.rpc.block_number()
+    finalized = ctx.rpc.get_block("finalized")
+    finalized_block = finalized.number if finalized else None
+    if isinstance(ctx.rule, Confirmations):
+        final_height = max(0, head - ctx.rule.required + 1)
+    else:
+        final_height = finalized_block or 0
+    views = []
+    found: dict[str, dict[str, Any]] = {}
+    for a, receipt in zip(attempts, receipts, strict=True):
+        if receipt is not None:
+            found[a.tx_hash] = receipt
+            views.append(AttemptView(
+                a.id, a.tx_hash, a.nonce, from_quantity(receipt["blockNumber"]),
+                str(receipt["blockHash"]).lower(), receipt_succeeded(receipt), True))
+        else:
+            known = ctx.rpc.get_transaction(a.tx_hash) is not None
+            views.append(AttemptView(a.id, a.tx_hash, a.nonce, None, None, None, known))
+    return ChainView(tuple(views), found, head, finalized_block, final_height,
+                     ctx.rpc.get_transaction_count(ctx.hot.address, final_height),
+                     ctx.rpc.get_transaction_count(ctx.hot.address, "latest"), _fresh_caps(ctx))
+
+
+def _track(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, now: datetime,
+           report: StepReport) -> None:
+    for withdrawal_id in _ids(engine, cfg, ctx.chain.name, TRACKED):
+        try:
+            _track_one(engine, cfg, ctx, withdrawal_id, now=now, report=report)
+        except RpcUnavailable as exc:
+            # The node is away: nothing is decided without it; the next step tries again.
+            log.warning("withdrawal %s: node unavailable while tracking: %s", withdrawal_id,
+                        exc.message)
+        report.tracked += 1
+
+
+def _track_one(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, withdrawal_id: int,
+               *, now: datetime, report: StepReport) -> None:
+    with UnitOfWork(engine) as uow:
+        attempts = repo.list_attempts(uow.conn, withdrawal_id)
+    view = _observe(ctx, attempts)
+    landed, final = _landed(ctx, view)
+    resend: AttemptRecord | None = None
+
+    def work(uow: UnitOfWork) -> AttemptRecord | None:
+        w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+        if w is None or w.state not in TRACKED:
+            return None
+        if landed is not None and final is not None:
+            _on_receipt(uow, ctx, w, attempts, landed, view, final, now=now, report=report)
+            return None
+        if w.state is State.INCLUDED:
+            # The block that held it is gone: back to broadcast tracking, same bytes again.
+            gone = next(a for a in attempts if a.id == w.landed_attempt_id)
+            service.apply(uow, w, Event.REORGED_OUT, now=now, actor=ACTOR,
+                          reason="receipt gone: the block was reorged out",
+                          evidence={"tx_hash": gone.tx_hash, "head": view.head},
+                          landed_attempt_id=None)
+            return gone
+        return _ladder(uow, cfg, ctx, w, attempts, view, now=now, report=report)
+
+    resend = run_in_transaction(engine, work)
+    if resend is not None:
+        _resend(ctx, resend)
+
+
+def _landed(ctx: ChainContext,
+            view: ChainView) -> tuple[AttemptView | None, tuple[bool, FinalityEvidence] | None]:
+    """The attempt with a receipt (at most one: they share a nonce) and its finality."""
+    landed = next((a for a in view.attempts if a.receipt_block is not None), None)
+    if landed is None:
+        return None, None
+    assert landed.receipt_block is not None and landed.receipt_block_hash is not None
+    canonical = ctx.rpc.get_block(landed.receipt_block)
+    return landed, evaluate_finality(
+        ctx.rule, tx_block=landed.receipt_block, tx_block_hash=landed.receipt_block_hash,
+        head_block=view.head, finalized_block=view.finalized_block,
+        canonical_hash=canonical.hash if canonical else None)
+
+
+def _on_receipt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
+                attempts: list[AttemptRecord], landed: AttemptView, view: ChainView,
+                final: tuple[bool, FinalityEvidence], *, now: datetime,
+                report: StepReport) -> None:
+    is_final, evidence = final
+    proof = {**evidence.to_json(), "tx_hash": landed.tx_hash, "nonce": landed.nonce}
+    if w.state is not State.INCLUDED or w.landed_attempt_id != landed.attempt_id:
+        if w.state is State.INCLUDED:  # Another attempt of the same nonce, after a reorg.
+            w = service.apply(uow, w, Event.REORGED_OUT, now=now, actor=ACTOR,
+                              reason="another attempt landed instead", evidence=proof)
+        w = service.apply(uow, w, Event.RECEIPT_OBSERVED, now=now, actor=ACTOR,
+                          reason=f"included in block {landed.receipt_block}", evidence=proof,
+                          attempt_id=landed.attempt_id, landed_attempt_id=landed.attempt_id)
+    if not is_final:
+        return
+    receipt = view.receipts[landed.tx_hash]
+    attempt = next(a for a in attempts if a.id == landed.attempt_id)
+    gas = _gas(ctx, attempt, receipt)
+    proof = {**proof, "gas_used": from_quantity(receipt["gasUsed"]),
+             "effective_gas_price": from_quantity(receipt["effectiveGasPrice"])}
+    if landed.succeeded:
+        _check_payout(ctx, w, receipt)
+        service.apply(uow, w, Event.FINAL_SUCCEEDED, now=now, actor=ACTOR,
+                      reason=f"final under {ctx.rule}", evidence=proof, gas=gas,
+                      attempt_id=landed.attempt_id)
+        report.settled += 1
+    else:
+        service.apply(uow, w, Event.FINAL_REVERTED, now=now, actor=ACTOR,
+                      reason="reverted on chain (receipt status 0), final", evidence=proof,
+                      gas=gas, attempt_id=landed.attempt_id)
+        report.released += 1
+
+
+def _gas(ctx: ChainContext, attempt: AttemptRecord, receipt: dict[str, Any]) -> service.Gas:
+    """What the landed attempt paid, in the chain's smallest unit; the ledger entry converts
+    it exactly to the native asset's ledger scale."""
+    paid = from_quantity(receipt["gasUsed"]) * from_quantity(receipt["effectiveGasPrice"])
+    return service.Gas(attempt.attempt_no, ctx.chain.native_asset, paid,
+                       ctx.chain.native_decimals)
+
+
+def _check_payout(ctx: ChainContext, w: WithdrawalRecord, receipt: dict[str, Any]) -> None:
+    if w.token is None:
+        return  # A native payout's value is the signed transaction's own value.
+    paid = [t for t in decode_receipt_transfers(receipt)
+            if t.token == w.token and t.from_address == ctx.hot.address
+            and t.to_address == w.destination]
+    if [t.value for t in paid] != [w.chain_amount]:
+        raise SettlementMismatch(f"withdrawal {w.id}: receipt pays {[t.value for t in paid]}, "
+                                 f"expected [{w.chain_amount}]")
+
+
+def _ladder(uow: UnitOfWork, cfg: WithdrawalsConfig, ctx: ChainContext, w: WithdrawalRecord,
+            attempts: list[AttemptRecord], view: ChainView, *, now: datetime,
+            report: StepReport) -> AttemptRecord | None:
+    assert w.nonce is not None
+    decision = model.decide_in_flight(
+        w.state, view.attempts, nonce=w.nonce, finalized_nonce=view.finalized_nonce,
+        latest_nonce=view.latest_nonce, unknown_since=w.unknown_since,
+        escalate_after_s=cfg.escalate_after_s, last_attempt_at=attempts[-1].created_at,
+        bump_after_s=cfg.bump_after_s, attempts_max=cfg.attempts_max, now=now)
+    if decision.event is None:
+        return None
+    evidence = {"nonce": w.nonce, "finalized_nonce": view.finalized_nonce,
+                "latest_nonce": view.latest_nonce, "final_height": view.final_height,
+                "attempts": [a.tx_hash for a in attempts],
+                "known_to_node": [a.tx_hash for a in view.attempts if a.known_to_node]}
+    if decision.replace:
+        previous = attempts[-1]
+        caps = model.bumped_fee_caps(
+            FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
+            view.fresh_caps, cfg.bump_percent)
+        _record_attempt(uow, ctx, w, w.nonce, caps, previous.attempt_no + 1, now,
+                        decision.reason)
+        return None
+    service.apply(uow, w, decision.event, now=now, actor=ACTOR, reason=decision.reason,
+                  evidence=evidence)
+    if decision.event is Event.PROVEN_NOT_SENT:
+        report.released += 1
+    return None
+
+
+# --- closing the nonces of written-off withdrawals ----------------------------------------
+
+
+def _close_nonces(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, now: datetime,
+                  report: StepReport) -> None:
+    with UnitOfWork(engine) as uow:
+        ids = repo.list_ids_with_open_nonce(uow.conn, ctx.chain.name, cfg.batch_max)
+    for withdrawal_id in ids:
+        try:
+            send = _close_nonce(engine, cfg, ctx, withdrawal_id, now=now, report=report)
+        except RpcUnavailable as exc:
+            log.warning("withdrawal %s: node unavailable while closing its nonce: %s",
+                        withdrawal_id, exc.message)
+            continue
+        if send is not None:
+            _resend(ctx, send)  # Committed first; a lost send is repeated next step.
+
+
+def _close_nonce(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, withdrawal_id: int,
+                 *, now: datetime, report: StepReport) -> AttemptRecord | None:
+    """One written-off withdrawal: close its nonce, or wait; return an attempt to send."""
+    with UnitOfWork(engine) as uow:
+        attempts = repo.list_attempts(uow.conn, withdrawal_id)
+        events = repo.list_events(uow.conn, withdrawal_id)
+    written_off = next(i for i, e in enumerate(events) if e.to_state == State.WRITTEN_OFF)
+    as_sent = events[written_off].event == Event.WRITTEN_OFF_AS_SENT
+    closing = {e.attempt_id for e in events if e.event == Event.CLOSING_SIGNED}
+    view = _observe(ctx, attempts)
+    landed, final = _landed(ctx, view)
+    decision = model.decide_nonce_closure(
+        view.attempts, nonce=attempts[0].nonce, landed_final=bool(final and final[0]),
+        finalized_nonce=view.finalized_nonce, latest_nonce=view.latest_nonce,
+        closing_attempts=len(closing), last_attempt_at=attempts[-1].created_at,
+        bump_after_s=cfg.bump_after_s, attempts_max=cfg.attempts_max, now=now)
+    if decision.resend:
+        return attempts[-1]
+    if decision.event is None:
+        return None
+
+    def work(uow: UnitOfWork) -> AttemptRecord | None:
+        w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+        if w is None or w.state is not State.WRITTEN_OFF or w.nonce_closed_at is not None:
+            return None
+        assert w.nonce is not None
+        if decision.event is Event.CLOSING_SIGNED:
+            previous = max(attempts, key=lambda a: (a.max_fee_per_gas,
+                                                    a.max_priority_fee_per_gas))
+            caps = model.bumped_fee_caps(
+                FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
+                view.fresh_caps, cfg.bump_percent)
+            report.cancels_signed += 1
+            return _record_attempt(uow, ctx, w, w.nonce, caps, attempts[-1].attempt_no + 1, now,
+                                   decision.reason, purpose="payout" if as_sent else "cancel",
+                                   event=Event.CLOSING_SIGNED)
+        _nonce_closed(uow, ctx, w, attempts, landed, view, decision, as_sent, now=now)
+        report.nonces_closed += 1
+        return None
+
+    return run_in_transaction(engine, work)
+
+
+def _nonce_closed(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
+                  attempts: list[AttemptRecord], landed: AttemptView | None, view: ChainView,
+                  decision: model.NonceDecision, as_sent: bool, *, now: datetime) -> None:
+    gas = None
+    evidence: dict[str, Any] = {"nonce": w.nonce, "finalized_nonce": view.finalized_nonce}
+    if landed is not None:
+        attempt = next(a for a in attempts if a.id == landed.attempt_id)
+        receipt = view.receipts[landed.tx_hash]
+        gas = _gas(ctx, attempt, receipt)
+        evidence |= {"tx_hash": landed.tx_hash, "purpose": attempt.purpose,
+                     "gas_used": from_quantity(receipt["gasUsed"]),
+                     "effective_gas_price": from_quantity(receipt["effectiveGasPrice"])}
+        if attempt.purpose == "payout" and not as_sent:
+            # The payout went out after two admins decided it had not: the reserve is
+            # released and custody paid anyway. A loss for an operator to book, never silent.
+            evidence["payout_landed_after_write_off_as_not_sent"] = True
+            log.error("withdrawal %s: payout %s landed after a write-off as not sent",
+                      w.id, landed.tx_hash)
+    service.apply(uow, w, Event.NONCE_CLOSED, now=now, actor=ACTOR, reason=decision.reason,
+                  evidence=evidence, gas=gas, attempt_id=decision.attempt_id,
+                  nonce_closed_at=now, landed_attempt_id=decision.attempt_id)
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def build_context(chains: Any, cfg: WithdrawalsConfig, chain_name: str, *,
+                  environ: dict[str, str] | None = None,
+                  rpc_url: str | None = None) -> ChainContext:
+    """The context of one chain from the configuration; the local key comes from the
+    environment variable the hot wallet names (``environ`` defaults to ``os.environ``)."""
+    from withdrawals.signer import LocalKeySigner
+
+    chain = chains.chain(chain_name)
+    hot = cfg.hot_wallet(chain_name)
+    rpc = RpcClient(rpc_url or chain.rpc_url, rpc_timeout_ms=chain.rpc_timeout_ms,
+                    retries_max=chain.rpc_retries_max, backoff_ms=20, backoff_max_ms=200)
+    return ChainContext(chain, hot, rpc, LocalKeySigner(hot.key_env, environ=environ))
+
+
+def run(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, interval_s: float,
+        steps_max: int | None = None, on_step: Any = None) -> None:
+    """Step the chain every ``interval_s`` seconds, ``steps_max`` times (None: until killed)."""
+    import time
+    from datetime import UTC
+
+    done = 0
+    while steps_max is None or done < steps_max:
+        report = step(engine, cfg, ctx, now=datetime.now(UTC))
+        if on_step is not None:
+            on_step(report)
+        done += 1
+        time.sleep(interval_s)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m withdrawals.processor CHAIN [--interval-s S]``: the processor loop, with the
+    configuration from ``CUSTODY_CONFIG`` and the database from the settings."""
+    import argparse
+    import sys
+
+    from config.chains import load_chains_config
+    from config.database import get_engine
+    from config.withdrawals import load_withdrawals_config
+
+    parser = argparse.ArgumentParser(prog="withdrawals.processor")
+    parser.add_argument("chain")
+    parser.add_argument("--interval-s", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    chains = load_chains_config()
+    cfg = load_withdrawals_config(chains)
+    ctx = build_context(chains, cfg, args.chain)
+    print("ready", flush=True)
+    sys.stdout.flush()
+    run(get_engine(), cfg, ctx, interval_s=args.interval_s)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
