@@ -217,13 +217,16 @@ def demo() -> None:
     run_demo(console)
 
 
-# The domain command groups are mounted here, the one place that composes the command line.
+# The domain command groups live beside their packages' concerns; mounted here, the one place
+# that composes the command line.
+from api.cli_api import api_cli  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
 
 app.add_typer(deposits_app)  # watch, timeline, deposits
 app.add_typer(withdrawal_app, name="withdrawal")  # show, approve, cancel, write-off
 app.add_typer(withdrawals_app, name="withdrawals")  # open, process
+app.add_typer(api_cli)  # keys create, api
 
 
 def main() -> None:  # pragma: no cover - console entry point

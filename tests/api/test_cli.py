@@ -35,6 +35,13 @@ def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         ["period", "close"],
         ["reverse"],
         ["demo"],
+        ["watch"],
+        ["timeline"],
+        ["deposits"],
+        ["withdrawal", "show"],
+        ["withdrawals", "open"],
+        ["keys", "create"],
+        ["api"],
     ],
 )
 def test_help(database_url: str, command: list[str]) -> None:

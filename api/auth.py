@@ -1,0 +1,224 @@
+"""Authentication, scopes, users' ownership and the audit trail of the HTTP API.
+
+- An API key is ``cust_<prefix>_<secret>``: 48 bits of public prefix (to find the row) and a
+  256-bit random secret of which only the SHA-256 is stored. A high-entropy secret needs no slow
+  hash: nothing can be guessed from its digest. The key is shown once, when it is created.
+- Each key belongs to a client (a principal: an exchange backend, or a person or team for staff
+  scopes) and has one scope: ``client`` acts for its own users only, ``support`` reads any user,
+  ``admin`` runs the admin actions, ``approver`` approves withdrawals. The client's name is the
+  actor recorded in histories; a principal holding both a client and an approver key therefore
+  cannot approve its own requests (the withdrawal service refuses it).
+- A user belongs to the client that created it. Another client's user answers 404, exactly as a
+  user that does not exist, so that ids cannot be probed.
+- Every admin or approver action appends a row to ``api_audit`` (append-only in the database).
+
+The SQL of the API's own tables (clients, keys, users, audit) lives here: these tables belong to
+the HTTP layer and to nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.engine import Connection, Engine
+
+from api import ratelimit
+from api.problems import Forbidden, RateLimited, RequestInvalid, Unauthenticated, UserNotFound
+from api.routes.deps import context
+from config.uow import UnitOfWork
+
+SCOPES = ("client", "support", "admin", "approver")
+STAFF = frozenset({"support", "admin", "approver"})
+_KEY = re.compile(r"^cust_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+_CLIENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+USER_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
+
+bearer = HTTPBearer(auto_error=False, scheme_name="ApiKey",
+                    description="An API key: `Authorization: Bearer cust_...`.")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the key, its client and its scope."""
+
+    key_id: int
+    key_prefix: str
+    client_id: int
+    client_name: str
+    scope: str
+
+    @property
+    def actor(self) -> str:
+        """The name recorded as the actor of what this principal does."""
+        return self.client_name
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    """A new key: ``key`` is shown once and never stored."""
+
+    key: str
+    prefix: str
+    client_name: str
+    scope: str
+
+
+def create_key(engine: Engine, client_name: str, scope: str) -> CreatedKey:
+    """Create a key of ``scope`` for ``client_name`` (the client is created if new)."""
+    if scope not in SCOPES:
+        raise RequestInvalid(f"scope must be one of {', '.join(SCOPES)}")
+    if not _CLIENT.match(client_name):
+        raise RequestInvalid("client names are 1-64 letters, digits and _ . @ -")
+    prefix, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+    with UnitOfWork(engine) as uow:
+        uow.conn.execute(sa.text("INSERT INTO api_clients (name) VALUES (:n) "
+                                 "ON CONFLICT (name) DO NOTHING"), {"n": client_name})
+        client_id = uow.conn.execute(sa.text("SELECT id FROM api_clients WHERE name = :n"),
+                                     {"n": client_name}).scalar_one()
+        uow.conn.execute(
+            sa.text("INSERT INTO api_keys (client_id, prefix, secret_sha256, scope) "
+                    "VALUES (:c, :p, :h, :s)"),
+            {"c": client_id, "p": prefix, "h": _digest(secret), "s": scope})
+        uow.commit()
+    return CreatedKey(f"cust_{prefix}_{secret}", prefix, client_name, scope)
+
+
+def _find_key(conn: Connection, prefix: str) -> Any:
+    return conn.execute(
+        sa.text("SELECT k.id, k.prefix, k.secret_sha256, k.scope, k.revoked_at, c.id AS client_id,"
+                " c.name FROM api_keys k JOIN api_clients c ON c.id = k.client_id "
+                "WHERE k.prefix = :p"), {"p": prefix}).first()
+
+
+def authenticate(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
+) -> Principal:
+    """The caller's principal from ``Authorization: Bearer <key>``, counted against its rate
+    limit; 401 without a valid key, 429 over the limit."""
+    ctx = context(request)
+    match = _KEY.match(credentials.credentials) if credentials is not None else None
+    if match is None:
+        raise Unauthenticated("a valid API key is required: Authorization: Bearer <key>")
+    prefix, secret = match.groups()
+    with UnitOfWork(ctx.engine) as uow:
+        row = _find_key(uow.conn, prefix)
+        if (row is None or row.revoked_at is not None
+                or not hmac.compare_digest(row.secret_sha256, _digest(secret))):
+            raise Unauthenticated("unknown or revoked API key")
+        limit = ctx.rate_limits.of(row.scope)
+        count, left_s = ratelimit.hit(uow.conn, row.id, limit)
+        uow.commit()
+    if count > limit.requests_max:
+        raise RateLimited(f"more than {limit.requests_max} requests in {limit.window_s} s",
+                          retry_after_s=left_s)
+    principal = Principal(row.id, row.prefix, row.client_id, row.name, row.scope)
+    request.state.principal = principal
+    return principal
+
+
+def require(*scopes: str) -> Callable[..., Principal]:
+    """A dependency: the authenticated principal, if its scope is one of ``scopes`` (else 403)."""
+    allowed = frozenset(scopes)
+    assert allowed <= set(SCOPES), scopes
+
+    def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        if principal.scope not in allowed:
+            raise Forbidden(f"scope {principal.scope!r} may not do this "
+                            f"(needs {' or '.join(sorted(allowed))})")
+        return principal
+
+    return dependency
+
+
+#: The principal of a request, by the scopes an endpoint allows.
+ClientScope = Annotated[Principal, Depends(require("client"))]
+ReaderScope = Annotated[Principal, Depends(require("client", "support", "admin"))]
+AnyScope = Annotated[Principal, Depends(require(*SCOPES))]
+StaffReader = Annotated[Principal, Depends(require("support", "admin"))]
+AdminScope = Annotated[Principal, Depends(require("admin"))]
+ApproverScope = Annotated[Principal, Depends(require("approver"))]
+ClientOrAdmin = Annotated[Principal, Depends(require("client", "admin"))]
+
+
+# --- users --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserRecord:
+    """A user created through the API."""
+
+    id: str
+    client_id: int
+    reference: str | None
+    created_at: datetime
+
+
+def create_user(conn: Connection, client_id: int, reference: str | None) -> tuple[UserRecord, bool]:
+    """Create a user of ``client_id``; with a known ``reference``, the existing one (False)."""
+    row = conn.execute(
+        sa.text("INSERT INTO api_users (id, client_id, reference) VALUES (:i, :c, :r) "
+                "ON CONFLICT (client_id, reference) DO NOTHING "
+                "RETURNING id, client_id, reference, created_at"),
+        {"i": f"usr_{secrets.token_hex(10)}", "c": client_id, "r": reference}).first()
+    if row is not None:
+        return UserRecord(*row), True
+    row = conn.execute(
+        sa.text("SELECT id, client_id, reference, created_at FROM api_users "
+                "WHERE client_id = :c AND reference = :r"),
+        {"c": client_id, "r": reference}).one()
+    return UserRecord(*row), False
+
+
+def visible_users(conn: Connection, principal: Principal, user_ids: Iterable[str]) -> set[str]:
+    """Those of ``user_ids`` the principal may see: its own users (client), or all (staff)."""
+    wanted = sorted(set(user_ids))
+    if principal.scope in STAFF:
+        return set(wanted)
+    rows = conn.execute(sa.text("SELECT id FROM api_users WHERE client_id = :c AND id = ANY(:u)"),
+                        {"c": principal.client_id, "u": wanted})
+    return {r.id for r in rows}
+
+
+def check_user(conn: Connection, principal: Principal, user_id: str) -> str:
+    """``user_id`` if the principal may act on it, else UserNotFound (404, never 403)."""
+    if user_id not in visible_users(conn, principal, [user_id]):
+        raise UserNotFound(f"no user {user_id}")
+    return user_id
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+
+def audit(engine: Engine, request: Request, principal: Principal, action: str, target: str,
+          status: int, details: dict[str, Any] | None = None) -> None:
+    """Append an audit row for an admin or approver action (its own short transaction)."""
+    import json
+
+    with UnitOfWork(engine) as uow:
+        uow.conn.execute(
+            sa.text("INSERT INTO api_audit (actor, client_id, key_prefix, scope, action, target, "
+                    "request_id, status, details) VALUES (:a, :c, :k, :s, :act, :t, :r, :st, "
+                    "CAST(:d AS jsonb))"),
+            {"a": principal.actor, "c": principal.client_id, "k": principal.key_prefix,
+             "s": principal.scope, "act": action, "t": target,
+             "r": getattr(request.state, "request_id", ""), "st": status,
+             "d": json.dumps(details or {}, default=str)})
+        uow.commit()

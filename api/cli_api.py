@@ -1,0 +1,78 @@
+"""``custody keys create`` and ``custody api``: API keys and the HTTP server.
+
+Mounted by ``api/cli.py``::
+
+    from api.cli_api import api_cli
+    app.add_typer(api_cli)
+
+(no name: ``keys`` and ``api`` appear at the top level). Expected errors print one line
+(``error [code]: ...``) and exit with 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from config.errors import CustodyError
+
+api_cli = typer.Typer(help="HTTP API: keys and the server.")
+keys_app = typer.Typer(help="API keys (shown once, stored hashed).", no_args_is_help=True)
+api_cli.add_typer(keys_app, name="keys")
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _friendly(fn: F) -> F:
+    """Expected errors: one line on stderr and exit code 2 (as ``api.cli.friendly``; defined
+    here so that ``api.cli`` can import this module without an import cycle)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CustodyError as exc:
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@keys_app.command("create")
+@_friendly
+def create(
+    scope: Annotated[str, typer.Option(help="client, support, admin or approver.")],
+    client: Annotated[str, typer.Option(help="Client (principal) the key belongs to; created "
+                                             "if new. Its name is the actor in histories.")]
+    = "default",
+) -> None:
+    """Create an API key and print it once (only its SHA-256 is stored)."""
+    from api.auth import create_key
+    from config.database import get_engine
+
+    created = create_key(get_engine(), client, scope)
+    err_console.print(f"key {created.prefix} ({created.scope}) for client {created.client_name};"
+                      " shown once, store it now:", highlight=False)
+    console.print(created.key, highlight=False, markup=False, soft_wrap=True)
+
+
+@api_cli.command("api")
+@_friendly
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    config: Annotated[str | None, typer.Option(help="Configuration file "
+                                                    "(default: $CUSTODY_CONFIG).")] = None,
+) -> None:
+    """Serve the HTTP API with uvicorn (one process; run several behind a proxy to scale)."""
+    import uvicorn
+
+    from api.app import create_app_from_settings
+
+    app = create_app_from_settings(config_path=config)
+    uvicorn.run(app, host=host, port=port, log_level="info", ws="none")

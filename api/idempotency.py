@@ -1,0 +1,192 @@
+"""``Idempotency-Key`` on every money-moving request, stored in PostgreSQL.
+
+Semantics (the IETF Idempotency-Key draft, DESIGN.md section 7), per (client, operation, key):
+
+- no key: 400; a key used before with another request (another fingerprint): 422;
+- the first request still running: 409 (``idempotency_in_progress``), retry later;
+- the first request completed: its response again, same status and body, with the header
+  ``Idempotent-Replayed: true``; nothing runs a second time.
+
+The record is claimed (``in_progress``) in its own committed transaction before the operation
+runs, and completed with the response after it. Only successful responses are stored: when the
+operation fails (a refusal, bad input, a crash) the claim is released, so the key can be retried
+and bad input leaves nothing behind. A claim left ``in_progress`` by a process that died is taken
+over after ``stale_s`` seconds; the operations are idempotent themselves (withdrawal request key,
+ledger idempotency key, one vote per person), so running one again cannot move money twice.
+Completed records are kept at least 24 hours (``cleanup`` refuses less, and so does a trigger).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import Header, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy.engine import Connection, Engine
+
+from api.auth import Principal, audit
+from api.problems import (
+    IdempotencyInProgress,
+    IdempotencyKeyMissing,
+    IdempotencyKeyReused,
+    status_of,
+)
+from api.routes.deps import IDEMPOTENCY_RETENTION_S, context
+from config.errors import CustodyError
+from config.uow import UnitOfWork
+
+HEADER = "Idempotency-Key"
+#: Printable ASCII without spaces, 1 to 200 characters.
+KEY_PATTERN = r"^[!-~]{1,200}$"
+_KEY = re.compile(KEY_PATTERN)
+_CLAIM_ATTEMPTS = 3
+
+
+class StoredJSONResponse(JSONResponse):
+    """A JSON response replayed from storage: the stored bytes go out exactly as first sent."""
+
+    def render(self, content: Any) -> bytes:
+        return content.encode() if isinstance(content, str) else super().render(content)
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """The response of a completed request."""
+
+    status: int
+    body: str
+
+
+def fingerprint(operation: str, target: Mapping[str, Any], body: Mapping[str, Any] | None) -> str:
+    """SHA-256 over the canonical form of what the request asks for."""
+    blob = json.dumps({"op": operation, "target": dict(target), "body": body},
+                      sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def claim(engine: Engine, client_id: int, operation: str, key: str, fp: str, *,
+          stale_s: int) -> StoredResponse | None:
+    """Claim the key (None: go ahead), or the stored response of a completed first request.
+
+    Raises IdempotencyKeyReused (another fingerprint) or IdempotencyInProgress.
+    """
+    params = {"c": client_id, "o": operation, "k": key, "f": fp, "stale": stale_s}
+    for _ in range(_CLAIM_ATTEMPTS):
+        with UnitOfWork(engine) as uow:
+            # A concurrent claim of the same key waits here on the unique index until the first
+            # one commits, then finds its row: exactly one request runs.
+            inserted = uow.conn.execute(sa.text(
+                "INSERT INTO api_idempotency (client_id, operation, key, fingerprint, state) "
+                "VALUES (:c, :o, :k, :f, 'in_progress') ON CONFLICT DO NOTHING RETURNING 1"),
+                params).first()
+            if inserted is not None:
+                uow.commit()
+                return None
+            row = uow.conn.execute(sa.text(
+                "SELECT fingerprint, state, response_status, response_body, "
+                "updated_at < now() - make_interval(secs => :stale) AS stale "
+                "FROM api_idempotency WHERE client_id = :c AND operation = :o AND key = :k "
+                "FOR UPDATE"), params).first()
+            if row is None:
+                continue  # The first request failed and released the key meanwhile: claim again.
+            if row.fingerprint != fp:
+                raise IdempotencyKeyReused(
+                    f"{HEADER} {key!r} was used for a different {operation} request")
+            if row.state == "completed":
+                return StoredResponse(int(row.response_status), row.response_body)
+            if not row.stale:
+                raise IdempotencyInProgress(
+                    f"the first {operation} request with {HEADER} {key!r} is still running")
+            uow.conn.execute(sa.text(
+                "UPDATE api_idempotency SET updated_at = now() WHERE client_id = :c "
+                "AND operation = :o AND key = :k"), params)
+            uow.commit()
+            return None
+    raise IdempotencyInProgress(f"{HEADER} {key!r} is contended; retry")
+
+
+def complete(engine: Engine, client_id: int, operation: str, key: str, status: int,
+             body: str) -> None:
+    """Store the response of the claimed request."""
+    with UnitOfWork(engine) as uow:
+        uow.conn.execute(sa.text(
+            "UPDATE api_idempotency SET state = 'completed', response_status = :s, "
+            "response_body = :b, updated_at = now() "
+            "WHERE client_id = :c AND operation = :o AND key = :k AND state = 'in_progress'"),
+            {"c": client_id, "o": operation, "k": key, "s": status, "b": body})
+        uow.commit()
+
+
+def release(engine: Engine, client_id: int, operation: str, key: str) -> None:
+    """Drop the claim of a request that failed, so that the key can be used again."""
+    with UnitOfWork(engine) as uow:
+        uow.conn.execute(sa.text(
+            "DELETE FROM api_idempotency WHERE client_id = :c AND operation = :o AND key = :k "
+            "AND state = 'in_progress'"), {"c": client_id, "o": operation, "k": key})
+        uow.commit()
+
+
+def cleanup(conn: Connection, *, retention_s: int = IDEMPOTENCY_RETENTION_S) -> int:
+    """Delete records older than ``retention_s`` (at least 24 hours); returns how many."""
+    if retention_s < IDEMPOTENCY_RETENTION_S:
+        raise ValueError(f"idempotency keys are kept at least {IDEMPOTENCY_RETENTION_S} s")
+    result = conn.execute(sa.text(
+        "DELETE FROM api_idempotency WHERE created_at < now() - make_interval(secs => :s)"),
+        {"s": retention_s})
+    return int(result.rowcount)
+
+
+Work = Callable[[str], tuple[int, BaseModel]]
+
+
+def run(request: Request, principal: Principal, key: str | None, operation: str,
+        target: Mapping[str, Any], body: BaseModel | None, work: Work, *,
+        audited: bool = False) -> JSONResponse:
+    """Run ``work(key)`` at most once per (client, operation, key) and answer with its response.
+
+    ``work`` returns (status, response model). With ``audited``, the action (first run, replay
+    or failure) is appended to the audit trail.
+    """
+    if key is None:
+        raise IdempotencyKeyMissing(f"{operation} moves money: send an {HEADER} header")
+    assert _KEY.match(key), "the header parameter's pattern is validated by FastAPI"
+    ctx = context(request)
+    fp = fingerprint(operation, target, body.model_dump(mode="json") if body else None)
+    subject = ",".join(f"{k}={v}" for k, v in sorted(target.items()))
+    stored = claim(ctx.engine, principal.client_id, operation, key, fp,
+                   stale_s=ctx.idempotency_stale_s)
+    if stored is not None:
+        if audited:
+            audit(ctx.engine, request, principal, operation, subject, stored.status,
+                  {"idempotency_key": key, "replayed": True})
+        return StoredJSONResponse(stored.body, status_code=stored.status,
+                                  headers={"Idempotent-Replayed": "true"})
+    try:
+        status, model = work(key)
+    except BaseException as exc:
+        release(ctx.engine, principal.client_id, operation, key)
+        if audited:
+            failed = status_of(exc) if isinstance(exc, CustodyError) else 500
+            audit(ctx.engine, request, principal, operation, subject, failed,
+                  {"idempotency_key": key, "error": getattr(exc, "code", type(exc).__name__)})
+        raise
+    response = JSONResponse(model.model_dump(mode="json"), status_code=status)
+    # Stored as the exact bytes sent, so that a replay is byte-identical.
+    complete(ctx.engine, principal.client_id, operation, key, status, bytes(response.body).decode())
+    if audited:
+        audit(ctx.engine, request, principal, operation, subject, status,
+              {"idempotency_key": key})
+    return response
+
+
+#: The header parameter of money-moving routes (missing: 400 from ``run``, not 422).
+IdempotencyKey = Annotated[str | None, Header(
+    alias=HEADER, pattern=KEY_PATTERN,
+    description="Required: 1-200 printable ASCII characters, unique per request.")]

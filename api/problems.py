@@ -1,0 +1,226 @@
+"""Errors as ``application/problem+json`` (RFC 9457), from one place.
+
+Every expected error of the engine is a :class:`config.errors.CustodyError` with a stable
+``code``; :func:`status_of` maps its class to an HTTP status (walking the class's MRO, so a new
+subclass inherits its parent's status), and :func:`install` registers the handlers that turn
+engine errors, request validation errors and HTTP errors into problem documents with that
+``code``. Bad input is refused before anything is written, with a 4xx, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from config.errors import ConfigurationInvalid, CustodyError, DatabaseUnavailable
+from config.uow import sqlstate
+from deposits import errors as de
+from ledger import errors as le
+from withdrawals import errors as we
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("custody.api")
+
+
+class ApiError(CustodyError):
+    """Root of the HTTP layer's own errors; ``status`` is the HTTP status."""
+
+    code = "api_error"
+    status = 400
+
+
+class Unauthenticated(ApiError):
+    """No API key, a malformed one, or one that is unknown or revoked."""
+
+    code = "unauthenticated"
+    status = 401
+
+
+class Forbidden(ApiError):
+    """The key's scope does not allow this endpoint."""
+
+    code = "forbidden"
+    status = 403
+
+
+class UserNotFound(ApiError):
+    """No such user, or one that belongs to another client (the same answer, on purpose)."""
+
+    code = "user_not_found"
+    status = 404
+
+
+class RequestInvalid(ApiError):
+    """The request is well-formed JSON but a field is unacceptable."""
+
+    code = "request_invalid"
+    status = 422
+
+
+class ChainUnknown(RequestInvalid):
+    """The chain is not in the configuration."""
+
+    code = "chain_unknown"
+
+
+class IdempotencyKeyMissing(ApiError):
+    """A money-moving request came without an ``Idempotency-Key`` header."""
+
+    code = "idempotency_key_missing"
+    status = 400
+
+
+class IdempotencyKeyReused(ApiError):
+    """The ``Idempotency-Key`` was used for a different request of this operation."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
+class IdempotencyInProgress(ApiError):
+    """The first request with this ``Idempotency-Key`` is still running; retry later."""
+
+    code = "idempotency_in_progress"
+    status = 409
+    retryable = True
+
+
+class RateLimited(ApiError):
+    """Too many requests with this API key in the current window."""
+
+    code = "rate_limited"
+    status = 429
+    retryable = True
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+#: HTTP status of each engine error class; the nearest class in the MRO wins.
+STATUS: dict[type[CustodyError], int] = {
+    CustodyError: 422,
+    ConfigurationInvalid: 503,
+    DatabaseUnavailable: 503,
+    le.LedgerError: 422,
+    le.TransactionNotFound: 404,
+    le.AccountNotFound: 404,
+    le.AssetNotFound: 422,
+    le.IdempotencyConflict: 409,
+    le.PeriodClosed: 409,
+    le.NotOutOfPeriod: 409,
+    le.ReversalExceedsOriginal: 409,
+    le.ReversalMismatch: 409,
+    le.PeriodCloseInvalid: 409,
+    le.AssetScaleMismatch: 409,
+    le.AccountMismatch: 409,
+    de.DepositError: 409,
+    de.DepositNotFound: 404,
+    de.NotificationInvalid: 422,
+    de.AddressSourceUnavailable: 503,
+    de.WatcherBusy: 503,
+    we.WithdrawalError: 409,
+    we.WithdrawalRefused: 422,
+    we.WithdrawalNotFound: 404,
+    we.SignerUnavailable: 503,
+}
+
+
+def status_of(error: CustodyError) -> int:
+    """The HTTP status an engine error answers with."""
+    if isinstance(error, ApiError):
+        return error.status
+    for cls in type(error).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 422
+
+
+def _title(code: str) -> str:
+    return code.replace("_", " ").capitalize()
+
+
+def problem(
+    request: Request,
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    """A problem document: type, title, status, detail, the stable code and the request id."""
+    body = {
+        "type": f"urn:custody:problem:{code}",
+        "title": _title(code),
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "request_id": getattr(request.state, "request_id", None) or "",
+        **extra,
+    }
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+async def _custody_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CustodyError)
+    status = status_of(exc)
+    headers = None
+    if isinstance(exc, RateLimited):
+        headers = {"Retry-After": str(exc.retry_after_s)}
+    elif status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    return problem(request, status, exc.code, exc.message, headers=headers)
+
+
+def _errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Only where and what: the offending input is not echoed (it may be huge or sensitive).
+    return [
+        {"loc": [p if isinstance(p, int | str) else str(p) for p in e.get("loc", ())],
+         "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+        for e in exc.errors()
+    ]
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = _errors(exc)
+    where = ", ".join(".".join(str(p) for p in e["loc"]) for e in errors[:5])
+    return problem(request, 422, "request_invalid", f"invalid request: {where}", errors=errors)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it cannot decode: bad input like any other, 422.
+        return problem(request, 422, "request_invalid", f"malformed request: {exc.detail}")
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return problem(request, exc.status_code, code, str(exc.detail),
+                   headers=dict(exc.headers) if exc.headers else None)
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, sa_exc.DBAPIError)
+    state = sqlstate(exc) or ""
+    if state.startswith("22"):
+        # A data exception means input slipped past validation: still the caller's input.
+        log.warning("data exception from the database: %s", state)
+        return problem(request, 422, "request_invalid", "a value is out of range")
+    if state in ("40001", "40P01", "57014", "55P03", "53300"):
+        return problem(request, 503, "database_busy", "the database is busy; retry later",
+                       headers={"Retry-After": "1"})
+    raise exc
+
+
+def install(app: FastAPI) -> None:
+    """Register the problem+json handlers on ``app``."""
+    app.add_exception_handler(CustodyError, _custody_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(sa_exc.DBAPIError, _database_error)

@@ -1,0 +1,158 @@
+"""Admin actions: reversals, period close, write-off votes, returned payouts, open cases.
+
+Every action is audited (``api_audit``) and money-moving ones take an ``Idempotency-Key``.
+Support may read (ledger transactions, open cases); only admin changes anything.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse
+
+from api import idempotency
+from api.auth import AdminScope, StaffReader
+from api.idempotency import IdempotencyKey
+from api.routes.deps import AUTHED, MONEY, Uow, context, problems
+from api.routes.views import case_view, withdrawal_view
+from api.schemas import (
+    Cases,
+    LedgerTransaction,
+    Period,
+    PeriodClose,
+    ReturnLink,
+    Reversal,
+    ReversalCreate,
+    Withdrawal,
+    WriteOffVote,
+    ledger_transaction,
+    parse_instant,
+    parse_minor,
+)
+from config.uow import run_in_transaction
+from deposits import service as deposits
+from ledger import service as ledger
+from withdrawals import service as withdrawals
+
+router = APIRouter(prefix="/v1/admin", tags=["admin"])
+BigId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
+@router.get("/ledger/transactions/{transaction_id}", response_model=LedgerTransaction,
+            responses=problems(*AUTHED), summary="A ledger transaction with its postings")
+def get_transaction(
+    transaction_id: BigId,
+    principal: StaffReader,
+    uow: Uow,
+) -> LedgerTransaction:
+    """The transaction as stored (postings signed, debit positive)."""
+    return ledger_transaction(ledger.get_transaction(uow, transaction_id))
+
+
+@router.post("/ledger/transactions/{transaction_id}/reversals", status_code=201,
+             response_model=Reversal, responses=problems(*MONEY),
+             summary="Reverse a ledger transaction in full")
+def reverse(
+    request: Request,
+    transaction_id: BigId,
+    body: ReversalCreate,
+    principal: AdminScope,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """A new transaction mirroring the original (sides flipped, its effective time), with
+    the reason and the admin as source; never more than the original."""
+    ctx = context(request)
+
+    def work(key: str) -> tuple[int, Reversal]:
+        posted = run_in_transaction(ctx.engine, lambda uow: ledger.reverse(
+            uow, transaction_id, idempotency_key=f"api:{principal.client_id}:reversal:{key}",
+            reason=body.reason, source=f"api:{principal.actor}",
+            out_of_period=body.out_of_period))
+        return 201, Reversal(transaction_id=posted.transaction_id,
+                             reverses_transaction_id=transaction_id, replayed=posted.replayed)
+
+    return idempotency.run(request, principal, idempotency_key, "ledger.reversal",
+                           {"transaction_id": transaction_id}, body, work, audited=True)
+
+
+@router.post("/periods", status_code=201, response_model=Period, responses=problems(*MONEY),
+             summary="Close the ledger through a time")
+def close_period(
+    request: Request,
+    body: PeriodClose,
+    principal: AdminScope,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """Afterwards, entries effective before ``ends_at`` are only accepted as out-of-period
+    adjustments; figures as known at the close never change."""
+    ctx = context(request)
+    ends_at = parse_instant(body.ends_at, what="ends_at")
+    assert ends_at is not None
+
+    def work(key: str) -> tuple[int, Period]:
+        p = run_in_transaction(ctx.engine, lambda uow: ledger.close_period(
+            uow, ends_at, closed_by=principal.actor, reason=body.reason))
+        return 201, Period(id=p.id, ends_at=p.ends_at, closed_at=p.closed_at,
+                           closed_by=p.closed_by, reason=p.reason)
+
+    return idempotency.run(request, principal, idempotency_key, "ledger.period_close", {},
+                           body, work, audited=True)
+
+
+@router.post("/withdrawals/{withdrawal_id}/write-off-votes", status_code=201,
+             response_model=Withdrawal, responses=problems(*MONEY),
+             summary="Vote on an undetermined withdrawal (two admins decide)")
+def vote_write_off(
+    request: Request,
+    withdrawal_id: BigId,
+    body: WriteOffVote,
+    principal: AdminScope,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """``sent`` settles, ``not_sent`` releases, once two different admins agree."""
+    ctx = context(request)
+    actor = withdrawals.Actor(principal.actor, frozenset({withdrawals.ADMIN}))
+
+    def work(key: str) -> tuple[int, Withdrawal]:
+        w = withdrawals.vote_write_off(ctx.engine, withdrawal_id, actor, body.decision,
+                                       reason=body.reason, now=ctx.clock())
+        return 201, withdrawal_view(ctx.chains, w)
+
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.write_off_vote",
+                           {"withdrawal_id": withdrawal_id}, body, work, audited=True)
+
+
+@router.post("/withdrawals/{withdrawal_id}/returns", status_code=201,
+             response_model=Withdrawal, responses=problems(*MONEY),
+             summary="Link a returned payout to its withdrawal")
+def link_return(
+    request: Request,
+    withdrawal_id: BigId,
+    body: ReturnLink,
+    principal: AdminScope,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """The incoming transfer (a final deposit) is credited to the user with what came back."""
+    ctx = context(request)
+    amount_minor = parse_minor(body.amount)
+
+    def work(key: str) -> tuple[int, Withdrawal]:
+        w = withdrawals.link_return(
+            ctx.engine, ctx, withdrawal_id, chain=body.chain, tx_hash=body.tx_hash.lower(),
+            position=body.position, amount_minor=amount_minor, actor=principal.actor,
+            reason=body.reason, now=ctx.clock())
+        return 201, withdrawal_view(ctx.chains, w)
+
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.return_link",
+                           {"withdrawal_id": withdrawal_id}, body, work, audited=True)
+
+
+@router.get("/cases", response_model=Cases, responses=problems(*AUTHED),
+            summary="Open reconciliation cases")
+def open_cases(
+    principal: StaffReader,
+    uow: Uow,
+) -> Cases:
+    """Cases without a resolution, oldest first."""
+    return Cases(items=[case_view(c) for c in deposits.open_cases(uow)])

@@ -1,0 +1,140 @@
+"""What every route shares: the application context and the unit-of-work dependency.
+
+The context is built once by ``api.app.create_app`` and stored on ``app.state.ctx`` (not in the
+lifespan), so an app driven without lifespan events (``httpx.ASGITransport``) works the same.
+It also wires the two lookups the withdrawal service asks the API layer for: our own
+addresses (deposit addresses and hot wallets) and incoming transfers by deposit key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy.engine import Engine
+
+from api.problems import ChainUnknown
+from api.ratelimit import RateLimits
+from config.chains import ChainConfig, ChainsConfig
+from config.uow import UnitOfWork
+from config.withdrawals import WithdrawalsConfig
+from deposits import repository as deposits_repo
+from deposits import service as deposits
+from deposits.errors import DepositNotFound
+from withdrawals.service import IncomingTransfer
+
+if TYPE_CHECKING:
+    from chains.addresses import AddressSource
+
+#: A completed idempotency record is kept at least this long (the database refuses less).
+IDEMPOTENCY_RETENTION_S = 86_400
+
+
+def utc_now() -> datetime:
+    """The current time (UTC)."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class ApiContext:
+    """Everything a request needs besides its own input."""
+
+    engine: Engine
+    chains: ChainsConfig
+    withdrawals: WithdrawalsConfig
+    rate_limits: RateLimits = field(default_factory=RateLimits)
+    clock: Callable[[], datetime] = utc_now
+    #: An in_progress idempotency record older than this may be taken over by a retry (the
+    #: first request's process died); the services below are idempotent themselves.
+    idempotency_stale_s: int = 300
+    _sources: dict[str, AddressSource] = field(default_factory=dict)
+
+    def chain(self, name: str) -> ChainConfig:
+        """A configured chain, or ChainUnknown (422)."""
+        found = self.chains.chains.get(name)
+        if found is None:
+            raise ChainUnknown(f"no chain {name!r} is configured")
+        return found
+
+    def address_source(self, family: str) -> AddressSource:
+        """The deposit address source of ``family`` (built once)."""
+        if family not in self._sources:
+            from deposits.errors import AddressSourceUnavailable
+
+            cfg = self.chains.address_sources.get(family)
+            if cfg is None:
+                raise AddressSourceUnavailable(f"no address source for family {family!r}")
+            self._sources[family] = deposits.address_source(cfg)
+        return self._sources[family]
+
+    # --- the lookups the withdrawal service asks for (OwnAddresses, IncomingTransfers) ---
+
+    def is_own(self, chain: str, address: str) -> bool:
+        """Whether ``address`` is one of our deposit addresses on ``chain``."""
+        found = self.chains.chains.get(chain)
+        if found is None:
+            return False
+        with UnitOfWork(self.engine) as uow:
+            return bool(deposits_repo.users_of_addresses(uow.conn, found.family, [address]))
+
+    def find(self, chain: str, tx_hash: str, position: str) -> IncomingTransfer | None:
+        """The incoming transfer with this deposit key, as the deposit histories know it."""
+        with UnitOfWork(self.engine) as uow:
+            try:
+                entries = deposits.timeline(uow, chain, tx_hash)
+            except DepositNotFound:
+                return None
+        entry = next((e for e in entries if e.deposit.position == position), None)
+        if entry is None:
+            return None
+        d = entry.deposit
+        if d.amount_minor is None or d.asset_code is None:
+            return None
+        credit = next((t for t in entry.ledger_transactions if t.id == d.ledger_transaction_id),
+                      None)
+        return IncomingTransfer(
+            chain=d.chain, tx_hash=d.tx_hash, position=d.position, asset=d.asset_code,
+            amount_minor=d.amount_minor, from_address=d.from_address,
+            arrived_at=credit.effective_at if credit else d.updated_at,
+            booked_to="user" if d.state == "credited" else "suspense",
+            final=d.state in ("credited", "suspense"),
+        )
+
+
+def context(request: Request) -> ApiContext:
+    """The application context of the app serving ``request``."""
+    ctx = request.app.state.ctx
+    assert isinstance(ctx, ApiContext)
+    return ctx
+
+
+def get_uow(request: Request) -> Iterator[UnitOfWork]:
+    """A unit of work for the request (reads; it rolls back unless a route commits it)."""
+    with UnitOfWork(context(request).engine) as uow:
+        yield uow
+
+
+#: A unit of work for the request (reads; a route commits it when it writes).
+Uow = Annotated[UnitOfWork, Depends(get_uow)]
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for problem documents of these statuses."""
+    from api.schemas import Problem
+
+    content = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    return {s: {"model": Problem, "content": content, "description": _REASONS.get(s, "Problem")}
+            for s in sorted(set(statuses))}
+
+
+_REASONS = {400: "Idempotency-Key missing", 401: "No valid API key", 403: "Scope not allowed",
+            404: "Not found (or another client's)", 409: "Conflict with the current state",
+            422: "Invalid request or refused by policy", 429: "Rate limited (see Retry-After)",
+            503: "Temporarily unavailable"}
+#: Problems any authenticated endpoint may answer.
+AUTHED = (401, 403, 404, 422, 429, 503)
+#: Problems of money-moving endpoints (Idempotency-Key).
+MONEY = (*AUTHED, 400, 409)

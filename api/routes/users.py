@@ -1,0 +1,161 @@
+"""Users and what belongs to them: deposit addresses, balances, deposits.
+
+A client acts for its own users only; another client's user answers 404. Support and admin
+read any user (their ids may come from outside the API, as the ledger knows them).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from api import auth
+from api.auth import USER_ID_PATTERN, ClientScope, ReaderScope
+from api.routes.deps import AUTHED, Uow, context, problems
+from api.routes.views import deposit_view
+from api.schemas import (
+    AddressCreate,
+    Balance,
+    Balances,
+    DepositAddress,
+    DepositAddresses,
+    DepositPage,
+    User,
+    UserCreate,
+    amount,
+    parse_instant,
+)
+from deposits import repository as deposits_repo
+from deposits import service as deposits
+from ledger import service as ledger
+
+router = APIRouter(prefix="/v1/users", tags=["users"])
+UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="User id.")]
+#: How many of a user's newest deposits a page walk can reach (see ``list_deposits``).
+DEPOSITS_SCAN_MAX = 10_000
+
+
+@router.post("", status_code=201, response_model=User, responses=problems(*AUTHED),
+             summary="Create a user of the calling client")
+def create_user(
+    request: Request,
+    response: Response,
+    principal: ClientScope,
+    uow: Uow,
+    body: UserCreate | None = None,
+) -> User:
+    """A new user owned by the calling client; the same ``reference`` returns the same user
+    (200 instead of 201)."""
+    record, created = auth.create_user(uow.conn, principal.client_id,
+                                       body.reference if body else None)
+    uow.commit()
+    if not created:
+        response.status_code = 200
+    return User(id=record.id, reference=record.reference, created_at=record.created_at)
+
+
+@router.post("/{user_id}/deposit-addresses", status_code=201, response_model=DepositAddress,
+             responses=problems(*AUTHED), summary="Get (or assign) a deposit address")
+def assign_address(
+    request: Request,
+    response: Response,
+    user_id: UserId,
+    body: AddressCreate,
+    principal: ClientScope,
+    uow: Uow,
+) -> DepositAddress:
+    """The user's deposit address on ``chain``: the existing one (200) or a new one (201)."""
+    ctx = context(request)
+    auth.check_user(uow.conn, principal, user_id)
+    chain = ctx.chain(body.chain)
+    if deposits_repo.address_of_user(uow.conn, chain.family, user_id) is not None:
+        response.status_code = 200
+    address = deposits.assign_address(uow, chain.family, user_id,
+                                      ctx.address_source(chain.family))
+    uow.commit()
+    return DepositAddress(chain=chain.name, family=chain.family, address=address)
+
+
+@router.get("/{user_id}/deposit-addresses", response_model=DepositAddresses,
+            responses=problems(*AUTHED), summary="List a user's deposit addresses")
+def list_addresses(
+    request: Request,
+    user_id: UserId,
+    principal: ReaderScope,
+    uow: Uow,
+) -> DepositAddresses:
+    """One entry per configured chain whose family has an address for the user."""
+    ctx = context(request)
+    auth.check_user(uow.conn, principal, user_id)
+    by_family = {f: deposits_repo.address_of_user(uow.conn, f, user_id)
+                 for f in sorted({c.family for c in ctx.chains.chains.values()})}
+    return DepositAddresses(user_id=user_id, addresses=[
+        DepositAddress(chain=c.name, family=c.family, address=address)
+        for c in sorted(ctx.chains.chains.values(), key=lambda c: c.name)
+        if (address := by_family[c.family]) is not None])
+
+
+@router.get("/{user_id}/balances", response_model=Balances, responses=problems(*AUTHED),
+            summary="A user's balances per asset")
+def balances(
+    request: Request,
+    user_id: UserId,
+    principal: ReaderScope,
+    uow: Uow,
+    as_of: Annotated[str | None, Query(max_length=64, description=(
+        "Effective time bound (ISO 8601); default: now."))] = None,
+    known_at: Annotated[str | None, Query(max_length=64, description=(
+        "Recorded time bound (ISO 8601): the balance as known then."))] = None,
+) -> Balances:
+    """Posted, pending incoming and outgoing, available and projected, per asset.
+
+    Pending incoming (deposits seen on chain, not final yet) is only known for now: it is
+    zero when ``as_of`` or ``known_at`` asks about the past.
+    """
+    ctx = context(request)
+    auth.check_user(uow.conn, principal, user_id)
+    at = parse_instant(as_of, what="as_of")
+    known = parse_instant(known_at, what="known_at")
+    historic = at is not None or known is not None
+    pending = None if historic else deposits.pending_incoming(uow, user_id)
+    rows = ledger.user_balances(uow, user_id, as_of=at, known_at=known,
+                                pending_incoming=pending)
+    when = at or ctx.clock()
+    return Balances(user_id=user_id, as_of=when, known_at=known, balances=[
+        Balance(asset=b.asset.code, scale=b.asset.scale,
+                posted=amount(b.posted_minor, b.asset.scale),
+                pending_incoming=amount(b.pending_incoming_minor, b.asset.scale),
+                pending_outgoing=amount(b.pending_outgoing_minor, b.asset.scale),
+                available=amount(b.available_minor, b.asset.scale),
+                projected=amount(b.projected_minor, b.asset.scale),
+                version=b.version, as_of=when)
+        for b in rows])
+
+
+@router.get("/{user_id}/deposits", response_model=DepositPage, responses=problems(*AUTHED),
+            summary="A user's deposits, newest first (cursor pagination)")
+def list_deposits(
+    request: Request,
+    user_id: UserId,
+    principal: ReaderScope,
+    uow: Uow,
+    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description=(
+        "``next_cursor`` of the previous page."))] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> DepositPage:
+    """A page of the user's deposits with their current state.
+
+    The cursor is the id of the last deposit of the previous page. The deposit service lists
+    a user's newest deposits with a bound and no cursor yet, so a walk reaches the newest
+    ``DEPOSITS_SCAN_MAX`` deposits.
+    """
+    ctx = context(request)
+    auth.check_user(uow.conn, principal, user_id)
+    before = int(cursor) if cursor is not None else None
+    rows = [d for d in deposits.user_deposits(uow, user_id, limit=DEPOSITS_SCAN_MAX)
+            if before is None or d.id < before]
+    page = rows[:limit]
+    more = len(rows) > limit
+    return DepositPage(items=[deposit_view(ctx.chains, d) for d in page],
+                       next_cursor=str(page[-1].id) if more and page else None)

@@ -1,0 +1,138 @@
+"""Withdrawals: request (with reserve), read with the timeline, cancel, approve or reject.
+
+Money-moving requests take an ``Idempotency-Key``; the withdrawal service's own request key is
+that same key, so even a retry that runs twice (a stale claim taken over) reserves once.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse
+
+from api import auth, idempotency
+from api.auth import USER_ID_PATTERN, AnyScope, ApproverScope, ClientOrAdmin, ClientScope, Principal
+from api.idempotency import IdempotencyKey
+from api.problems import RequestInvalid
+from api.routes.deps import AUTHED, MONEY, ApiContext, context, problems
+from api.routes.views import timeline_view, withdrawal_view
+from api.schemas import (
+    ApprovalCreate,
+    CancelRequest,
+    Withdrawal,
+    WithdrawalCreate,
+    WithdrawalTimeline,
+    parse_minor,
+)
+from config.uow import UnitOfWork
+from withdrawals import service
+from withdrawals.errors import WithdrawalNotFound
+from withdrawals.repository import WithdrawalRecord
+
+router = APIRouter(prefix="/v1", tags=["withdrawals"])
+WithdrawalId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Withdrawal id.")]
+
+
+def _visible(ctx: ApiContext, principal: Principal, withdrawal_id: int) -> WithdrawalRecord:
+    """The withdrawal, if the principal may see it (another client's: 404 as if absent)."""
+    w = service.get_withdrawal(ctx.engine, withdrawal_id)
+    with UnitOfWork(ctx.engine) as uow:
+        if not auth.visible_users(uow.conn, principal, [w.user_id]):
+            raise WithdrawalNotFound(f"no withdrawal {withdrawal_id}")
+    return w
+
+
+@router.post("/users/{user_id}/withdrawals", status_code=201, response_model=Withdrawal,
+             responses=problems(*MONEY), summary="Request a withdrawal (reserves the funds)")
+def create_withdrawal(
+    request: Request,
+    user_id: Annotated[str, Path(pattern=USER_ID_PATTERN)],
+    body: WithdrawalCreate,
+    principal: ClientScope,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """Validate, then reserve amount + the most the fee can be, atomically with the balance
+    check. Amounts above the configured thresholds wait for approvers."""
+    ctx = context(request)
+    with UnitOfWork(ctx.engine) as uow:
+        auth.check_user(uow.conn, principal, user_id)
+    amount_minor = parse_minor(body.amount)
+
+    def work(key: str) -> tuple[int, Withdrawal]:
+        req = service.WithdrawalRequest(
+            user_id=user_id, chain=body.chain, asset=body.asset, destination=body.to,
+            amount_minor=amount_minor, request_key=key, requested_by=principal.actor)
+        done = service.request_withdrawal(ctx.engine, ctx.withdrawals, ctx, req, now=ctx.clock())
+        return (200 if done.replayed else 201), withdrawal_view(ctx.chains, done.withdrawal)
+
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.create",
+                           {"user_id": user_id}, body, work)
+
+
+@router.get("/withdrawals/{withdrawal_id}", response_model=WithdrawalTimeline,
+            responses=problems(*AUTHED), summary="A withdrawal with its timeline")
+def get_withdrawal(
+    request: Request,
+    withdrawal_id: WithdrawalId,
+    principal: AnyScope,
+) -> WithdrawalTimeline:
+    """State changes, broadcast attempts, votes, returns and ledger transactions."""
+    ctx = context(request)
+    _visible(ctx, principal, withdrawal_id)
+    return timeline_view(ctx.chains, service.timeline(ctx.engine, withdrawal_id))
+
+
+@router.post("/withdrawals/{withdrawal_id}/cancel", response_model=Withdrawal,
+             responses=problems(*MONEY), summary="Cancel a withdrawal not signed yet")
+def cancel_withdrawal(
+    request: Request,
+    withdrawal_id: WithdrawalId,
+    principal: ClientOrAdmin,
+    idempotency_key: IdempotencyKey = None,
+    body: CancelRequest | None = None,
+) -> JSONResponse:
+    """Release the reserve; refused (409) once the withdrawal is signed."""
+    ctx = context(request)
+    _visible(ctx, principal, withdrawal_id)
+    reason = (body.reason if body else None) or f"canceled by {principal.actor}"
+
+    def work(key: str) -> tuple[int, Withdrawal]:
+        w = service.cancel(ctx.engine, withdrawal_id, principal.actor, now=ctx.clock(),
+                           reason=reason)
+        return 200, withdrawal_view(ctx.chains, w)
+
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.cancel",
+                           {"withdrawal_id": withdrawal_id}, body, work,
+                           audited=principal.scope == "admin")
+
+
+@router.post("/withdrawals/{withdrawal_id}/approvals", status_code=201,
+             response_model=Withdrawal, responses=problems(*MONEY),
+             summary="Approve (or reject) a withdrawal waiting for approval")
+def decide_withdrawal(
+    request: Request,
+    withdrawal_id: WithdrawalId,
+    body: ApprovalCreate,
+    principal: ApproverScope,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """One vote per approver, never on one's own request; a rejection needs a reason and
+    releases the reserve."""
+    ctx = context(request)
+    if body.decision == "reject" and not body.reason:
+        raise RequestInvalid("a rejection needs a reason")
+    actor = service.Actor(principal.actor, frozenset({service.APPROVER}))
+
+    def work(key: str) -> tuple[int, Withdrawal]:
+        if body.decision == "approve":
+            w = service.approve(ctx.engine, withdrawal_id, actor, now=ctx.clock(),
+                                reason=body.reason)
+        else:
+            assert body.reason is not None
+            w = service.reject(ctx.engine, withdrawal_id, actor, now=ctx.clock(),
+                               reason=body.reason)
+        return 201, withdrawal_view(ctx.chains, w)
+
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.approval",
+                           {"withdrawal_id": withdrawal_id}, body, work, audited=True)

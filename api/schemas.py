@@ -1,0 +1,428 @@
+"""Request and response bodies of the HTTP API (pydantic), and their conversions.
+
+Amounts travel as strings: requests take minor units as a string of digits (a JSON number, even
+``1.5`` or ``1e3``, is refused: pydantic would turn floats into lossy values), responses give
+``{"minor": "...", "decimal": "..."}`` because JavaScript clients lose precision above 2^53.
+Request bodies forbid unknown fields; every string has a bound.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.problems import RequestInvalid
+from ledger.errors import AmountInvalid
+from ledger.model import amount_json, check_amount
+from ledger.repository import TransactionRecord
+
+CHAIN_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
+ASSET_PATTERN = r"^[A-Z0-9][A-Z0-9._-]{0,31}$"
+TX_HASH_PATTERN = r"^0x[0-9a-fA-F]{64}$"
+POSITION_PATTERN = r"^(log|call):[0-9]{1,9}$"
+MINOR_PATTERN = r"^[0-9]{1,40}$"
+Text = Annotated[str, Field(min_length=1, max_length=500)]
+MinorUnits = Annotated[str, Field(pattern=MINOR_PATTERN, examples=["30000000"],
+                                  description="Minor units of the asset, as a string of digits.")]
+
+
+def parse_minor(text: str, *, what: str = "amount") -> int:
+    """Digits (validated by the schema) as an int inside the signed 128-bit range, else 422."""
+    try:
+        return check_amount(int(text), what=what)
+    except (ValueError, AmountInvalid) as exc:
+        raise RequestInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
+
+
+def parse_instant(text: str | None, *, what: str) -> datetime | None:
+    """An ISO 8601 time (naive: UTC) between 1970 and 9999, in UTC; 422 otherwise."""
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+        at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise RequestInvalid(f"{what} is not an ISO 8601 time: {text[:60]!r}") from exc
+    if not 1970 <= at.year <= 9998:
+        raise RequestInvalid(f"{what} must fall between 1970 and 9998")
+    return at
+
+
+class Body(BaseModel):
+    """Base of request bodies: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Amount(BaseModel):
+    """An amount: minor units and the exact decimal rendering, both strings."""
+
+    minor: str
+    decimal: str
+
+
+def amount(minor: int, scale: int) -> Amount:
+    """An Amount from minor units and the asset's scale."""
+    return Amount(**amount_json(minor, scale))
+
+
+# --- users, addresses, balances -------------------------------------------------------------
+
+
+class UserCreate(Body):
+    """A new user; ``reference`` is the client's own id (the same reference: the same user)."""
+
+    reference: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class User(BaseModel):
+    """A user created through the API."""
+
+    id: str
+    reference: str | None
+    created_at: datetime
+
+
+class AddressCreate(Body):
+    """Which chain to get a deposit address on."""
+
+    chain: str = Field(pattern=CHAIN_PATTERN)
+
+
+class DepositAddress(BaseModel):
+    """A user's deposit address on a chain (shared by every chain of its family)."""
+
+    chain: str
+    family: str
+    address: str
+
+
+class DepositAddresses(BaseModel):
+    """A user's deposit addresses."""
+
+    user_id: str
+    addresses: list[DepositAddress]
+
+
+class Balance(BaseModel):
+    """A user's balances in one asset (DESIGN.md section 4, "three balances")."""
+
+    asset: str
+    scale: int
+    posted: Amount
+    pending_incoming: Amount
+    pending_outgoing: Amount
+    available: Amount
+    projected: Amount
+    version: int
+    as_of: datetime
+
+
+class Balances(BaseModel):
+    """A user's balances per asset, as of an effective time and as known at a recorded time."""
+
+    user_id: str
+    as_of: datetime
+    known_at: datetime | None
+    balances: list[Balance]
+
+
+# --- deposits ---------------------------------------------------------------------------------
+
+
+class Deposit(BaseModel):
+    """A deposit: its facts and its current state."""
+
+    id: int
+    chain: str
+    tx_hash: str
+    position: str
+    token: str | None
+    from_address: str
+    to_address: str
+    user_id: str | None
+    asset: str | None
+    amount: Amount | None
+    booking: str
+    booking_reason: str | None
+    state: str
+    block_number: int | None
+    confirmations: int | None
+    ledger_transaction_id: int | None
+    first_seen_at: datetime
+    updated_at: datetime
+
+
+class DepositPage(BaseModel):
+    """A page of deposits, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[Deposit]
+    next_cursor: str | None
+
+
+class Posting(BaseModel):
+    """A posting: signed minor units, debit positive."""
+
+    id: int
+    account_id: int
+    amount_minor: str
+    closes_posting_id: int | None
+    reverses_posting_id: int | None
+
+
+class LedgerTransaction(BaseModel):
+    """A ledger transaction with its postings."""
+
+    id: int
+    kind: str
+    reference: str | None
+    effective_at: datetime
+    recorded_at: datetime
+    reason: str | None
+    source: str
+    reverses_transaction_id: int | None
+    out_of_period: bool
+    postings: list[Posting]
+
+
+def ledger_transaction(t: TransactionRecord) -> LedgerTransaction:
+    """The response form of a stored transaction."""
+    return LedgerTransaction(
+        id=t.id, kind=t.kind, reference=t.reference, effective_at=t.effective_at,
+        recorded_at=t.recorded_at, reason=t.reason, source=t.source,
+        reverses_transaction_id=t.reverses_transaction_id, out_of_period=t.out_of_period,
+        postings=[Posting(id=p.id, account_id=p.account_id, amount_minor=str(p.amount_minor),
+                          closes_posting_id=p.closes_posting_id,
+                          reverses_posting_id=p.reverses_posting_id) for p in t.postings])
+
+
+class DepositEvent(BaseModel):
+    """One row of a deposit's history."""
+
+    id: int
+    event: str
+    state: str
+    block_number: int | None
+    block_hash: str | None
+    confirmations: int | None
+    rule: str | None
+    evidence: dict[str, Any]
+    reason: str | None
+    ledger_transaction_id: int | None
+    observed_at: datetime
+    recorded_at: datetime
+
+
+class Case(BaseModel):
+    """A durable reconciliation case."""
+
+    id: int
+    kind: str
+    deposit_id: int
+    ledger_transaction_id: int | None
+    expected: dict[str, Any]
+    observed: dict[str, Any]
+    opened_at: datetime
+    resolved_by: str | None
+    reversal_transaction_id: int | None
+
+
+class Transfer(BaseModel):
+    """One transfer of a transaction with its full history and ledger transactions."""
+
+    deposit: Deposit
+    events: list[DepositEvent]
+    ledger_transactions: list[LedgerTransaction]
+    cases: list[Case]
+
+
+class DepositTimeline(BaseModel):
+    """Every transfer to us in one transaction."""
+
+    chain: str
+    tx_hash: str
+    transfers: list[Transfer]
+
+
+class Cases(BaseModel):
+    """Open reconciliation cases."""
+
+    items: list[Case]
+
+
+# --- withdrawals ------------------------------------------------------------------------------
+
+
+class WithdrawalCreate(Body):
+    """A withdrawal request: ``amount`` in minor units of the ledger asset, as a string."""
+
+    asset: str = Field(pattern=ASSET_PATTERN)
+    chain: str = Field(pattern=CHAIN_PATTERN)
+    to: str = Field(min_length=1, max_length=100, description="EVM address (EIP-55 or lower).")
+    amount: MinorUnits
+
+
+class Withdrawal(BaseModel):
+    """A withdrawal's current state."""
+
+    id: int
+    user_id: str
+    state: str
+    state_reason: str | None
+    chain: str
+    asset: str
+    to: str
+    amount: Amount
+    fee: Amount
+    fee_max: Amount
+    approvals_required: int
+    nonce: int | None
+    requested_by: str
+    requested_at: datetime
+    state_changed_at: datetime
+    unknown_since: datetime | None
+
+
+class WithdrawalEvent(BaseModel):
+    """One row of a withdrawal's history."""
+
+    id: int
+    event: str
+    from_state: str | None
+    to_state: str
+    actor: str
+    reason: str | None
+    evidence: dict[str, Any]
+    ledger_transaction_id: int | None
+    occurred_at: datetime
+
+
+class Attempt(BaseModel):
+    """A signed broadcast attempt."""
+
+    attempt_no: int
+    tx_hash: str
+    nonce: int
+    max_fee_per_gas: str
+    max_priority_fee_per_gas: str
+    gas_limit: int
+    created_at: datetime
+
+
+class Decision(BaseModel):
+    """An approval or a write-off vote."""
+
+    kind: str
+    decision: str
+    actor: str
+    reason: str | None
+    decided_at: datetime
+
+
+class Return(BaseModel):
+    """A returned payout linked to the withdrawal."""
+
+    chain: str
+    tx_hash: str
+    position: str
+    amount: Amount
+    arrived_at: datetime
+    booked_to: str
+    ledger_transaction_id: int | None
+    linked_by: str
+
+
+class WithdrawalTimeline(BaseModel):
+    """A withdrawal with everything that happened to it."""
+
+    withdrawal: Withdrawal
+    events: list[WithdrawalEvent]
+    attempts: list[Attempt]
+    decisions: list[Decision]
+    returns: list[Return]
+    ledger_transactions: list[LedgerTransaction]
+
+
+class CancelRequest(Body):
+    """Why the withdrawal is canceled."""
+
+    reason: Text | None = None
+
+
+class ApprovalCreate(Body):
+    """An approver's decision: approve, or reject (with a reason)."""
+
+    decision: Literal["approve", "reject"] = "approve"
+    reason: Text | None = None
+
+
+# --- admin ------------------------------------------------------------------------------------
+
+
+class ReversalCreate(Body):
+    """Reverse a ledger transaction in full; ``out_of_period`` for a closed period."""
+
+    reason: Text
+    out_of_period: bool = False
+
+
+class Reversal(BaseModel):
+    """The reversal transaction."""
+
+    transaction_id: int
+    reverses_transaction_id: int
+    replayed: bool
+
+
+class PeriodClose(Body):
+    """Close everything effective before ``ends_at``."""
+
+    ends_at: str = Field(max_length=64, json_schema_extra={"format": "date-time"})
+    reason: Text | None = None
+
+
+class Period(BaseModel):
+    """A closed period."""
+
+    id: int
+    ends_at: datetime
+    closed_at: datetime
+    closed_by: str
+    reason: str | None
+
+
+class WriteOffVote(Body):
+    """An admin's vote on an undetermined withdrawal; two different admins must agree."""
+
+    decision: Literal["sent", "not_sent"]
+    reason: Text
+
+
+class ReturnLink(Body):
+    """Link an incoming transfer (deposit key) to the settled payout it returns."""
+
+    chain: str = Field(pattern=CHAIN_PATTERN)
+    tx_hash: str = Field(pattern=TX_HASH_PATTERN)
+    position: str = Field(pattern=POSITION_PATTERN)
+    amount: MinorUnits
+    reason: Text
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document with the engine's stable ``code``."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    request_id: str
+    errors: list[dict[str, Any]] | None = None
+
+
+class Health(BaseModel):
+    """Liveness and database reachability."""
+
+    status: str

@@ -1,0 +1,173 @@
+"""The authorization matrix: every endpoint, called by every scope, without a key, and by a
+client on another client's user (404, never 403: other clients' users are invisible).
+
+Each allowed call really runs (on a fresh resource per caller), so "allowed" means the action
+went through or was refused by the domain (4xx other than 401/403/404), never by auth.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests.api.conftest import DEST, Api, fund_transaction, seed_deposit
+
+#: Callers: acme (client, owns the resource), globex (another client), sam (support),
+#: carol (admin), alice (approver), None (no key).
+CALLERS: tuple[str | None, ...] = ("acme", "globex", "sam", "carol", "alice", None)
+Make = Callable[[Api], tuple[str, Any]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint: how to build a request on a fresh resource, and the status per caller."""
+
+    method: str
+    make: Make
+    expected: tuple[int, int, int, int, int, int]
+    money: bool = False
+
+
+def _user(api: Api) -> str:
+    return api.new_user("acme")
+
+
+def _withdrawal(api: Api, amount: str = "30000000") -> int:
+    user = api.funded_user("acme", 2_000_000_000)
+    return int(api.withdraw(user, amount)["id"])
+
+
+def _tx(api: Api) -> int:
+    user = api.funded_user("acme")
+    return fund_transaction(api, user)
+
+
+W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
+ENDPOINTS: dict[str, Endpoint] = {
+    "healthz": Endpoint("GET", lambda a: ("/healthz", None), (200, 200, 200, 200, 200, 200)),
+    "metrics": Endpoint("GET", lambda a: ("/metrics", None), (403, 403, 200, 200, 403, 401)),
+    "create_user": Endpoint("POST", lambda a: ("/v1/users", {}),
+                            (201, 201, 403, 403, 403, 401)),
+    "assign_address": Endpoint(
+        "POST", lambda a: (f"/v1/users/{_user(a)}/deposit-addresses", {"chain": "devnet"}),
+        (201, 404, 403, 403, 403, 401)),
+    "list_addresses": Endpoint(
+        "GET", lambda a: (f"/v1/users/{_user(a)}/deposit-addresses", None),
+        (200, 404, 200, 200, 403, 401)),
+    "balances": Endpoint("GET", lambda a: (f"/v1/users/{_user(a)}/balances", None),
+                         (200, 404, 200, 200, 403, 401)),
+    "deposits": Endpoint("GET", lambda a: (f"/v1/users/{_user(a)}/deposits", None),
+                         (200, 404, 200, 200, 403, 401)),
+    "deposit_timeline": Endpoint(
+        "GET", lambda a: (f"/v1/deposits/devnet/{seed_deposit(a, _user(a))}", None),
+        (200, 404, 200, 200, 403, 401)),
+    "create_withdrawal": Endpoint(
+        "POST", lambda a: (f"/v1/users/{a.funded_user('acme')}/withdrawals", W),
+        (201, 404, 403, 403, 403, 401), money=True),
+    "get_withdrawal": Endpoint("GET", lambda a: (f"/v1/withdrawals/{_withdrawal(a)}", None),
+                               (200, 404, 200, 200, 200, 401)),
+    "cancel": Endpoint("POST", lambda a: (f"/v1/withdrawals/{_withdrawal(a)}/cancel", {}),
+                       (200, 404, 403, 200, 403, 401), money=True),
+    "approve": Endpoint(
+        "POST", lambda a: (f"/v1/withdrawals/{_withdrawal(a, '1500000000')}/approvals",
+                           {"decision": "approve"}),
+        (403, 403, 403, 403, 201, 401), money=True),
+    "ledger_transaction": Endpoint(
+        "GET", lambda a: (f"/v1/admin/ledger/transactions/{_tx(a)}", None),
+        (403, 403, 200, 200, 403, 401)),
+    "reverse": Endpoint(
+        "POST", lambda a: (f"/v1/admin/ledger/transactions/{_tx(a)}/reversals",
+                           {"reason": "booking error"}),
+        (403, 403, 403, 201, 403, 401), money=True),
+    "close_period": Endpoint(
+        "POST", lambda a: ("/v1/admin/periods", {"ends_at": "2020-01-01T00:00:00Z"}),
+        (403, 403, 403, 201, 403, 401), money=True),
+    # Reserved, not awaiting a write-off: allowed for an admin, refused by the service (409).
+    "write_off_vote": Endpoint(
+        "POST", lambda a: (f"/v1/admin/withdrawals/{_withdrawal(a)}/write-off-votes",
+                           {"decision": "sent", "reason": "provider confirmed"}),
+        (403, 403, 403, 409, 403, 401), money=True),
+    # No such incoming transfer: allowed for an admin, refused by the service (409).
+    "link_return": Endpoint(
+        "POST", lambda a: (f"/v1/admin/withdrawals/{_withdrawal(a)}/returns",
+                           {"chain": "devnet", "tx_hash": "0x" + "ab" * 32,
+                            "position": "log:0", "amount": "1000000", "reason": "came back"}),
+        (403, 403, 403, 409, 403, 401), money=True),
+    "cases": Endpoint("GET", lambda a: ("/v1/admin/cases", None),
+                      (403, 403, 200, 200, 403, 401)),
+}
+
+
+def test_every_route_is_in_the_matrix(api: Api) -> None:
+    paths = api.http.get("/openapi.json").json()["paths"]
+    operations = sum(len(methods) for methods in paths.values())
+    assert operations == len(ENDPOINTS)
+
+
+@pytest.mark.parametrize("name", sorted(ENDPOINTS))
+def test_authorization_matrix(api: Api, name: str) -> None:
+    endpoint = ENDPOINTS[name]
+    got = []
+    for caller in CALLERS:
+        path, body = endpoint.make(api)
+        idem = uuid.uuid4().hex if endpoint.money else None
+        r = api.call(endpoint.method, path, caller, idem=idem, json=body)
+        if r.status_code >= 400:
+            assert r.headers["content-type"] == "application/problem+json", r.text
+        got.append(r.status_code)
+    assert tuple(got) == endpoint.expected, dict(zip(CALLERS, got, strict=True))
+
+
+def test_admin_and_approver_actions_are_audited(api: Api) -> None:
+    user = api.funded_user("acme", 2_000_000_000)
+    big = api.withdraw(user, "1500000000")
+    r = api.call("POST", f"/v1/withdrawals/{big['id']}/approvals", "alice", idem="a1",
+                 json={"decision": "approve"}, headers={"X-Request-ID": "req-approve-1"})
+    assert r.status_code == 201 and r.json()["state"] == "reserved"
+    r = api.call("POST", f"/v1/withdrawals/{big['id']}/cancel", "carol", idem="c1", json={})
+    assert r.status_code == 200 and r.json()["state"] == "canceled"
+    refused = api.call("POST", "/v1/admin/periods", "carol", idem="p1",
+                       json={"ends_at": "2999-01-01T00:00:00Z"})
+    assert refused.status_code == 409
+    with api.engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT actor, scope, action, target, request_id, status FROM api_audit ORDER BY id"
+        )).all()
+        with pytest.raises(sa.exc.DBAPIError):
+            conn.execute(sa.text("UPDATE api_audit SET actor = 'x'"))
+    assert [tuple(r) for r in rows] == [
+        ("alice", "approver", "withdrawal.approval", f"withdrawal_id={big['id']}",
+         "req-approve-1", 201),
+        ("carol", "admin", "withdrawal.cancel", f"withdrawal_id={big['id']}",
+         rows[1].request_id, 200),
+        ("carol", "admin", "ledger.period_close", "", rows[2].request_id, 409),
+    ]
+
+
+def test_a_principal_cannot_approve_its_own_request(api: Api) -> None:
+    # acme also holds an approver key: the actor is the same, the service refuses.
+    from api.auth import create_key
+
+    api.keys["acme-approver"] = create_key(api.engine, "acme", "approver").key
+    user = api.funded_user("acme", 2_000_000_000)
+    big = api.withdraw(user, "1500000000")
+    r = api.call("POST", f"/v1/withdrawals/{big['id']}/approvals", "acme-approver", idem="x",
+                 json={"decision": "approve"})
+    assert r.status_code == 409 and r.json()["code"] == "approval_refused"
+
+
+def test_revoked_and_forged_keys_are_refused(api: Api) -> None:
+    prefix = api.keys["sam"].split("_")[1]
+    forged = api.keys["sam"][:-4] + "AAAA"
+    r = api.http.get("/metrics", headers={"Authorization": f"Bearer {forged}"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    assert api.http.get("/metrics", headers={"Authorization": "Basic abc"}).status_code == 401
+    with api.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE api_keys SET revoked_at = now() WHERE prefix = :p"),
+                     {"p": prefix})
+    assert api.call("GET", "/metrics", "sam").status_code == 401

@@ -1,0 +1,86 @@
+"""What the endpoints answer: balances with pending deposits and reserves, deposits pages and
+timelines (a client sees only its users' transfers), withdrawal lifecycle, metrics, cases."""
+
+from __future__ import annotations
+
+from tests.api.conftest import Api, seed_deposit
+
+
+def test_balances_deposits_and_timelines(api: Api) -> None:
+    user = api.funded_user()
+    hashes = [seed_deposit(api, user, 1_000_000 * (i + 1)) for i in range(3)]
+    api.withdraw(user)  # reserves 30 + 2 (fee max)
+    b = api.call("GET", f"/v1/users/{user}/balances", "acme").json()["balances"][0]
+    assert (b["asset"], b["scale"]) == ("USDC", 6)
+    assert b["posted"] == {"minor": "150000000", "decimal": "150.000000"}
+    assert b["pending_incoming"]["minor"] == "6000000"
+    assert b["pending_outgoing"]["minor"] == "32000000"
+    assert b["available"]["minor"] == "118000000"
+    assert b["projected"]["minor"] == str(150_000_000 + 6_000_000 - 32_000_000)
+    past = api.call("GET", f"/v1/users/{user}/balances?as_of=2000-01-01T00:00:00Z", "sam")
+    assert past.json()["balances"][0]["posted"]["minor"] == "0"
+
+    first = api.call("GET", f"/v1/users/{user}/deposits?limit=2", "acme").json()
+    assert len(first["items"]) == 2 and first["next_cursor"]
+    rest = api.call("GET", f"/v1/users/{user}/deposits?limit=2&cursor={first['next_cursor']}",
+                    "acme").json()
+    assert rest["next_cursor"] is None
+    seen = [d["tx_hash"] for d in first["items"] + rest["items"]]
+    assert seen == list(reversed(hashes))
+    assert first["items"][0]["amount"] == {"minor": "3000000", "decimal": "3.000000"}
+
+    timeline = api.call("GET", f"/v1/deposits/devnet/{hashes[0]}", "acme").json()
+    transfer = timeline["transfers"][0]
+    assert transfer["deposit"]["state"] == "included"
+    assert [e["event"] for e in transfer["events"]] == ["transfer_included"]
+    assert api.call("GET", f"/v1/deposits/devnet/{hashes[0]}", "globex").status_code == 404
+
+
+def test_withdrawal_approval_rejection_and_cancel(api: Api) -> None:
+    user = api.funded_user("acme", 20_000_000_000)
+    dual = api.withdraw(user, "6000000000")
+    assert (dual["state"], dual["approvals_required"]) == ("pending_approval", 2)
+    path = f"/v1/withdrawals/{dual['id']}/approvals"
+    one = api.call("POST", path, "alice", idem="a", json={"decision": "approve"}).json()
+    assert one["state"] == "pending_approval"
+    twice = api.call("POST", path, "alice", idem="a2", json={"decision": "approve"})
+    assert twice.status_code == 409 and twice.json()["code"] == "approval_refused"
+    done = api.call("POST", path, "bob", idem="b", json={"decision": "approve"}).json()
+    assert done["state"] == "reserved"
+
+    other = api.withdraw(user, "2000000000")
+    no_reason = api.call("POST", f"/v1/withdrawals/{other['id']}/approvals", "bob", idem="r",
+                         json={"decision": "reject"})
+    assert no_reason.status_code == 422
+    rejected = api.call("POST", f"/v1/withdrawals/{other['id']}/approvals", "bob", idem="r",
+                        json={"decision": "reject", "reason": "suspicious destination"})
+    assert rejected.json()["state"] == "rejected"
+
+    canceled = api.call("POST", f"/v1/withdrawals/{done['id']}/cancel", "acme", idem="c",
+                        json={"reason": "changed my mind"}).json()
+    assert canceled["state"] == "canceled"
+    again = api.call("POST", f"/v1/withdrawals/{done['id']}/cancel", "acme", idem="c2", json={})
+    assert again.status_code == 409 and again.json()["code"] == "withdrawal_not_cancelable"
+    tl = api.call("GET", f"/v1/withdrawals/{done['id']}", "sam").json()
+    assert [e["event"] for e in tl["events"]] == [
+        "approval_required", "approval_recorded", "approvals_completed", "canceled"]
+    assert [d["actor"] for d in tl["decisions"]] == ["alice", "bob"]
+    kinds = [t["kind"] for t in tl["ledger_transactions"]]
+    assert kinds == ["withdrawal_reserve", "withdrawal_release"]
+    balances = api.call("GET", f"/v1/users/{user}/balances", "acme").json()["balances"][0]
+    assert balances["available"]["minor"] == "20000000000"
+
+
+def test_metrics_cases_and_period_close(api: Api) -> None:
+    user = api.funded_user()
+    seed_deposit(api, user)
+    text = api.call("GET", "/metrics", "sam").text
+    assert 'custody_deposits_waiting_finality{chain="devnet"} 1' in text
+    assert "custody_reconciliation_cases_open 0" in text
+    assert api.call("GET", "/v1/admin/cases", "sam").json() == {"items": []}
+    closed = api.call("POST", "/v1/admin/periods", "carol", idem="p",
+                      json={"ends_at": "2020-01-01T00:00:00Z", "reason": "year end"})
+    assert closed.status_code == 201 and closed.json()["closed_by"] == "carol"
+    earlier = api.call("POST", "/v1/admin/periods", "dave", idem="p",
+                       json={"ends_at": "2019-01-01T00:00:00Z"})
+    assert earlier.status_code == 409 and earlier.json()["code"] == "period_close_invalid"
