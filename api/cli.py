@@ -6,17 +6,14 @@ findings of ``verify`` exit with 1.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from config.errors import CustodyError
+from api.console import console, err_console, friendly
 
 app = typer.Typer(
     help="Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.",
@@ -28,23 +25,8 @@ period_app = typer.Typer(help="Accounting periods.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(period_app, name="period")
 
-console = Console()
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
 
 
-def friendly(fn: F) -> F:
-    """Turn expected errors into one line on stderr and exit code 2."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CustodyError as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def parse_time(value: str | None) -> datetime | None:

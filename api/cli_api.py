@@ -11,40 +11,21 @@ Mounted by ``api/cli.py``::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from config.errors import CustodyError
+from api.console import console, err_console, friendly
 
 api_cli = typer.Typer(help="HTTP API: keys and the server.")
 keys_app = typer.Typer(help="API keys (shown once, stored hashed).", no_args_is_help=True)
 api_cli.add_typer(keys_app, name="keys")
-console = Console()
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _friendly(fn: F) -> F:
-    """Expected errors: one line on stderr and exit code 2 (as ``api.cli.friendly``; defined
-    here so that ``api.cli`` can import this module without an import cycle)."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CustodyError as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 @keys_app.command("create")
-@_friendly
+@friendly
 def create(
     scope: Annotated[str, typer.Option(help="client, support, admin or approver.")],
     client: Annotated[str, typer.Option(help="Client (principal) the key belongs to; created "
@@ -62,7 +43,7 @@ def create(
 
 
 @api_cli.command("api")
-@_friendly
+@friendly
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,

@@ -7,32 +7,16 @@ the top level). Expected errors print one line (``error [code]: ...``) and exit 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from config.errors import CustodyError
+from api.console import console, friendly
 
 deposits_app = typer.Typer(help="Deposits: chain watchers and deposit histories.")
-console = Console()
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _friendly(fn: F) -> F:
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CustodyError as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _short(value: str | None, keep: int = 10) -> str:
@@ -42,7 +26,7 @@ def _short(value: str | None, keep: int = 10) -> str:
 
 
 @deposits_app.command()
-@_friendly
+@friendly
 def watch(
     chain: Annotated[list[str] | None, typer.Option(help="Chain to watch (repeatable); "
                                                           "default: every configured chain.")]
@@ -80,7 +64,7 @@ def watch(
 
 
 @deposits_app.command()
-@_friendly
+@friendly
 def timeline(
     chain: Annotated[str, typer.Argument(help="Chain name.")],
     tx_hash: Annotated[str, typer.Argument(help="Transaction hash.")],
@@ -145,7 +129,7 @@ def _amount(amount_minor: int | None, asset_code: str | None, scales: dict[str, 
 
 
 @deposits_app.command("deposits")
-@_friendly
+@friendly
 def deposits_command(
     user_id: Annotated[str, typer.Argument(help="User id.")],
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Newest first, at most.")] = 200,

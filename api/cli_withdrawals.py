@@ -13,16 +13,14 @@ configuration (the HTTP API maps authenticated logins instead).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from functools import wraps
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from config.errors import CustodyError
+from api.console import console, friendly
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
@@ -32,25 +30,9 @@ if TYPE_CHECKING:
 withdrawal_app = typer.Typer(help="One withdrawal: timeline, approvals, cancel, write-off.",
                              no_args_is_help=True)
 withdrawals_app = typer.Typer(help="Withdrawals: open items, processor.", no_args_is_help=True)
-console = Console()
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 
 
-def friendly(fn: F) -> F:
-    """Expected errors: one line on stderr and exit code 2 (as ``api.cli`` does; defined here
-    so that ``api.cli`` can import this module without an import cycle)."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CustodyError as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def parse_duration(text: str) -> timedelta:

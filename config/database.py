@@ -111,12 +111,35 @@ def make_engine(
 _engines: dict[str, Engine] = {}
 
 
+def check_schema(url: str, app_role: str) -> None:
+    """Refuse, with one clear line, a database that is not migrated to this code's schema."""
+    import migrations
+
+    head = migrations.head_revision()
+    probe = owner_engine(url)
+    try:
+        with probe.connect() as conn:
+            role = conn.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"),
+                                {"r": app_role}).first()
+            version = None
+            if conn.execute(sa.text("SELECT to_regclass('alembic_version')")).scalar():
+                version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+    except sa.exc.OperationalError as exc:
+        raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
+    finally:
+        probe.dispose()
+    if role is None or version != head:
+        state = "not migrated" if version is None else f"at {version}, this code needs {head}"
+        raise DatabaseUnavailable(f"the database is {state}: run `custody db upgrade` first")
+
+
 def get_engine(settings: Settings | None = None) -> Engine:
-    """The process-wide application engine (created on first use)."""
+    """The process-wide application engine (created on first use, after a schema check)."""
     settings = settings or get_settings()
     url = database_url(settings)
     with _lock:
         if url not in _engines:
+            check_schema(url, settings.app_role)
             _engines[url] = make_engine(
                 url,
                 app_role=settings.app_role,

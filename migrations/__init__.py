@@ -33,3 +33,12 @@ def run_sql_file(op_bind: object, name: str) -> None:
     """Execute one SQL file of ``migrations/sql`` on the migration's connection."""
     driver = op_bind.connection.driver_connection  # type: ignore[attr-defined]
     driver.execute((SQL_DIR / name).read_text())
+
+
+def head_revision() -> str:
+    """The newest revision of the migrations shipped with this code."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config("postgresql://unused")).get_current_head()
+    assert head is not None, "no migrations found"
+    return head

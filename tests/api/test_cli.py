@@ -82,3 +82,25 @@ def test_expected_errors_are_one_line_and_change_nothing(book: Book, database_ur
     assert balances.returncode == 0 and "0.000000" in balances.stdout
     bad_time = custody(database_url, "period", "close", "yesterday", "--by", "me")
     assert bad_time.returncode == 2 and "ISO 8601" in bad_time.stderr
+
+
+def test_unmigrated_database_gets_one_line(server_url: str) -> None:
+    name = f"empty_{os.getpid()}"
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        url = sa.make_url(server_url).set(database=name).render_as_string(hide_password=False)
+        result = custody(url, "verify")
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            "error [database_unavailable]: the database is not migrated: "
+            "run `custody db upgrade` first"
+        ]
+        assert custody(url, "db", "upgrade").returncode == 0
+        assert custody(url, "verify").returncode == 0
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
