@@ -14,7 +14,8 @@ from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Connection, Engine
 
 from ledger import tables as t
 from ledger.model import Account, AccountType, Asset
@@ -156,16 +157,57 @@ def insert_account(
 # --- posting --------------------------------------------------------------------------------
 
 
+_POST_BATCH_SQL = "SELECT item, status, transaction_id FROM ledger_post_batch(CAST(%s AS jsonb))"
+
+
+def _post_batch_json(payloads: Sequence[dict[str, Any]]) -> str:
+    return json.dumps(list(payloads), separators=(",", ":"))
+
+
+def _post_batch_rows(rows: Sequence[Any], count: int) -> list[tuple[str, int | None]]:
+    assert len(rows) == count, "ledger_post_batch returned a result per item"
+    return [(r[1], r[2]) for r in sorted(rows, key=lambda r: r[0])]
+
+
 def post_batch(
     conn: Connection, payloads: Sequence[dict[str, Any]]
 ) -> list[tuple[str, int | None]]:
     """Call ``ledger_post_batch``; one (status, transaction id) per payload, in order."""
-    rows = conn.execute(
-        sa.text("SELECT item, status, transaction_id FROM ledger_post_batch(CAST(:j AS jsonb))"),
-        {"j": json.dumps(list(payloads), separators=(",", ":"))},
-    ).all()
-    assert len(rows) == len(payloads), "ledger_post_batch returned a result per item"
-    return [(r.status, r.transaction_id) for r in sorted(rows, key=lambda r: r.item)]
+    rows = conn.exec_driver_sql(_POST_BATCH_SQL, (_post_batch_json(payloads),)).all()
+    return _post_batch_rows(rows, len(payloads))
+
+
+def post_batch_alone(
+    engine: Engine, payloads: Sequence[dict[str, Any]]
+) -> list[tuple[str, int | None]]:
+    """``post_batch`` as one autocommit statement of its own: the call and the commit are a
+    single round trip, so the balance rows are not held while a COMMIT travels from the client.
+
+    It talks to the pooled psycopg connection directly: SQLAlchemy's execution layer cost the
+    client more CPU per call than all the rest of a post (validation, fingerprint, JSON, the
+    driver call; measured in bench/RESULTS.md), and clients may share the machine with the
+    server. Errors are re-raised as
+    SQLAlchemy's ``DBAPIError`` subclasses, as from any other repository function.
+    """
+    raw = engine.raw_connection()
+    try:
+        driver = raw.driver_connection
+        assert driver is not None
+        driver.autocommit = True
+        try:
+            rows = driver.execute(_POST_BATCH_SQL, (_post_batch_json(payloads),)).fetchall()
+        except engine.dialect.loaded_dbapi.Error as exc:
+            if driver.broken:
+                raw.invalidate(exc)
+            raise sa_exc.DBAPIError.instance(
+                _POST_BATCH_SQL, None, exc, engine.dialect.loaded_dbapi.Error
+            ) from exc
+        finally:
+            if not driver.broken:
+                driver.autocommit = False
+    finally:
+        raw.close()
+    return _post_batch_rows(rows, len(payloads))
 
 
 def get_transaction(conn: Connection, transaction_id: int) -> TransactionRecord | None:

@@ -9,9 +9,10 @@ the whole unit of work on serialization failures with ``config.uow.run_in_transa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
@@ -160,30 +161,26 @@ def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
 
 
 def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutcome]:
+    return _post_batch_with(lambda payloads: repo.post_batch(conn, payloads), entries)
+
+
+def _post_batch_with(
+    send: Callable[[list[dict[str, Any]]], list[tuple[str, int | None]]],
+    entries: Sequence[Entry],
+) -> list[BatchOutcome]:
+    """Validate ``entries``, ``send`` their payloads and build the outcomes.
+
+    A key repeated inside one batch is judged by the post function like any other: against the
+    transaction stored under it, or else against an earlier item of the batch that was posted
+    (same request: replayed with that item's transaction; another request: conflict). A repeat
+    of a refused item is judged afresh.
+    """
     for entry in entries:
         model.validate_entry(entry)
     payloads = [model.to_payload(e) for e in entries]
-    # The same key twice in one batch: send the first, answer the others from it.
-    first_by_key: dict[str, int] = {}
-    unique: list[int] = []
-    for i, p in enumerate(payloads):
-        if p["key"] not in first_by_key:
-            first_by_key[p["key"]] = i
-            unique.append(i)
-    results = repo.post_batch(conn, [payloads[i] for i in unique]) if unique else []
-    by_index = dict(zip(unique, results, strict=True))
-    outcomes = []
-    for i, p in enumerate(payloads):
-        first = first_by_key[p["key"]]
-        status, txid = by_index[first]
-        if first != i:
-            same = payloads[first]["fp"] == p["fp"]
-            if not same:
-                status, txid = "conflict", None
-            elif status == "posted":
-                status = "replayed"
-        outcomes.append(_outcome(p["key"], status, txid))
-    return outcomes
+    results = send(payloads) if payloads else []
+    return [_outcome(p["key"], status, txid)
+            for p, (status, txid) in zip(payloads, results, strict=True)]
 
 
 def _outcome(key: str, status: str, txid: int | None) -> BatchOutcome:
@@ -224,9 +221,8 @@ def post_entries(
     on 40001/40P01 (the function's writes are atomic: all items' verdicts commit together)."""
     for attempt in range(1, attempts_max + 1):
         try:
-            with engine.connect() as conn:
-                autocommit = conn.execution_options(isolation_level="AUTOCOMMIT")
-                return _post_batch_on(autocommit, entries)
+            return _post_batch_with(lambda payloads: repo.post_batch_alone(engine, payloads),
+                                    entries)
         except sa_exc.DBAPIError as exc:
             if not is_retryable(exc) or attempt == attempts_max:
                 raise

@@ -170,16 +170,23 @@ BEGIN
     SELECT * INTO a FROM accounts WHERE id = NEW.account_id;
     NEW.debits_must_not_exceed_credits := a.debits_must_not_exceed_credits;
     NEW.credits_must_not_exceed_debits := a.credits_must_not_exceed_debits;
-  ELSIF NEW.account_id <> OLD.account_id OR NEW.asset_id <> OLD.asset_id
-     OR NEW.debits_must_not_exceed_credits <> OLD.debits_must_not_exceed_credits
-     OR NEW.credits_must_not_exceed_debits <> OLD.credits_must_not_exceed_debits THEN
-    RAISE EXCEPTION 'account_balances: only balance and version may change';
+    RETURN NEW;
   END IF;
-  RETURN NEW;
+  -- UPDATE: only reached when the WHEN clause below saw an immutable column change.
+  RAISE EXCEPTION 'account_balances: only balance and version may change';
 END
 $$;
-CREATE TRIGGER account_balances_guard BEFORE INSERT OR UPDATE ON account_balances
+CREATE TRIGGER account_balances_guard BEFORE INSERT ON account_balances
   FOR EACH ROW EXECUTE FUNCTION account_balances_guard();
+-- Every post updates balance rows: the WHEN clause is evaluated without calling PL/pgSQL, so an
+-- ordinary update (balance, version, updated_at) costs nothing here, and any change of the
+-- account, asset or flags still raises.
+CREATE TRIGGER account_balances_immutable BEFORE UPDATE ON account_balances
+  FOR EACH ROW
+  WHEN (NEW.account_id IS DISTINCT FROM OLD.account_id OR NEW.asset_id IS DISTINCT FROM OLD.asset_id
+        OR NEW.debits_must_not_exceed_credits IS DISTINCT FROM OLD.debits_must_not_exceed_credits
+        OR NEW.credits_must_not_exceed_debits IS DISTINCT FROM OLD.credits_must_not_exceed_debits)
+  EXECUTE FUNCTION account_balances_guard();
 
 CREATE FUNCTION accounts_open_balance() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -205,30 +212,51 @@ END
 $$;
 CREATE TRIGGER ledger_transactions_gate BEFORE INSERT ON ledger_transactions
   FOR EACH STATEMENT EXECUTE FUNCTION ledger_write_gate();
-CREATE TRIGGER ledger_postings_gate BEFORE INSERT ON ledger_postings
-  FOR EACH STATEMENT EXECUTE FUNCTION ledger_write_gate();
+-- Postings need no gate trigger of their own: a posting is only accepted when its ledger
+-- transaction row was written by the same top-level database transaction (its xmin is ours, see
+-- ledger_postings_after_insert). That INSERT ran at top level (a row written in a subtransaction
+-- carries the subtransaction's xid and is refused), so its statement trigger above took the gate
+-- in the top-level transaction, which holds it until commit. Every posting insert therefore
+-- runs with the gate held.
 
 CREATE FUNCTION ledger_transactions_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE closed_through timestamptz;
 BEGIN
-  -- Set here, after the write gate is held, so that nothing recorded after a period close can
-  -- carry a recorded time before it.
+  -- Set here, after the write gate is held (the statement trigger above fires first), so that
+  -- nothing recorded after a period close can carry a recorded time before it. The period
+  -- rules are checked once per statement, below.
   NEW.recorded_at := clock_timestamp();
-  SELECT max(ends_at) INTO closed_through FROM ledger_periods;
-  IF NEW.out_of_period THEN
-    IF closed_through IS NULL OR NEW.effective_at >= closed_through THEN
-      RAISE EXCEPTION 'out-of-period adjustment % is effective at %, not in a closed period',
-        NEW.idempotency_key, NEW.effective_at USING ERRCODE = 'check_violation';
-    END IF;
-  ELSIF closed_through IS NOT NULL AND NEW.effective_at < closed_through THEN
-    RAISE EXCEPTION 'transaction % is effective at %, inside a period closed through %',
-      NEW.idempotency_key, NEW.effective_at, closed_through USING ERRCODE = 'check_violation';
-  END IF;
   RETURN NEW;
 END
 $$;
 CREATE TRIGGER ledger_transactions_before_insert BEFORE INSERT ON ledger_transactions
   FOR EACH ROW EXECUTE FUNCTION ledger_transactions_before_insert();
+
+CREATE FUNCTION ledger_transactions_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE bad record;
+BEGIN
+  -- One query for every row of the statement (a batch of 100 used to run 100 lookups). The
+  -- gate is held, so no period can be closed between this check and our commit.
+  SELECT n.idempotency_key, n.effective_at, n.out_of_period, p.closed_through
+    INTO bad
+    FROM new_rows n, (SELECT max(ends_at) AS closed_through FROM ledger_periods) p
+   WHERE CASE WHEN n.out_of_period
+              THEN p.closed_through IS NULL OR n.effective_at >= p.closed_through
+              ELSE n.effective_at < p.closed_through END
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF bad.out_of_period THEN
+    RAISE EXCEPTION 'out-of-period adjustment % is effective at %, not in a closed period',
+      bad.idempotency_key, bad.effective_at USING ERRCODE = 'check_violation';
+  END IF;
+  RAISE EXCEPTION 'transaction % is effective at %, inside a period closed through %',
+    bad.idempotency_key, bad.effective_at, bad.closed_through USING ERRCODE = 'check_violation';
+END
+$$;
+CREATE TRIGGER ledger_transactions_after_insert AFTER INSERT ON ledger_transactions
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_transactions_after_insert();
 
 CREATE FUNCTION ledger_periods_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE latest timestamptz;
@@ -254,68 +282,121 @@ CREATE TRIGGER ledger_periods_before_insert BEFORE INSERT ON ledger_periods
 -- Postings: written only with their transaction; reversals and closings never exceed the
 -- original; every transaction balances per asset at commit.
 
-CREATE FUNCTION ledger_postings_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Checked once per INSERT statement over all its rows (the transition table), not per row: one
+-- query covers every posting of a batch. The rows are already in the table when this runs, so
+-- the sums below include them.
+CREATE FUNCTION ledger_postings_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  t_xmin xid;
-  t_reverses bigint;
-  orig ledger_postings%ROWTYPE;
-  used numeric;
+  bad_txn bigint;
+  has_refs boolean;
+  orig record;
+  bad record;
 BEGIN
-  SELECT xmin, reverses_transaction_id INTO t_xmin, t_reverses
-    FROM ledger_transactions WHERE id = NEW.transaction_id;
   -- A committed transaction is closed: postings can only be written by the database
-  -- transaction that wrote their ledger transaction.
-  IF t_xmin IS DISTINCT FROM pg_current_xact_id()::xid THEN
-    RAISE EXCEPTION 'postings of ledger transaction % can only be written with it',
-      NEW.transaction_id USING ERRCODE = 'check_violation';
+  -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
+  -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
+  -- thinks of the transition table's size.
+  SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
+         bool_or(d.refs)
+    INTO bad_txn, has_refs
+    FROM (SELECT n.transaction_id,
+                 bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
+                   AS refs,
+                 (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
+                   AS txn_xmin
+            FROM new_rows n GROUP BY n.transaction_id) d;
+  IF bad_txn IS NOT NULL THEN
+    RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF NOT has_refs THEN
+    RETURN NULL;
   END IF;
 
-  IF NEW.reverses_posting_id IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock(7302, (NEW.reverses_posting_id % 2147483647)::int);
-    SELECT * INTO orig FROM ledger_postings WHERE id = NEW.reverses_posting_id;
-    IF orig.transaction_id IS DISTINCT FROM t_reverses OR orig.account_id <> NEW.account_id
-       OR sign(orig.amount) = sign(NEW.amount) THEN
-      RAISE EXCEPTION 'posting reverses % but does not mirror it', NEW.reverses_posting_id
-        USING ERRCODE = 'check_violation';
-    END IF;
-    SELECT coalesce(sum(amount), 0) INTO used FROM ledger_postings
-      WHERE reverses_posting_id = NEW.reverses_posting_id;
-    IF abs(used + NEW.amount) > abs(orig.amount) THEN
-      RAISE EXCEPTION 'reversal of posting % exceeds the original', NEW.reverses_posting_id
-        USING ERRCODE = 'check_violation';
-    END IF;
+  -- Reversals ('r') and closings ('c'): lock each original posting involved (in a fixed order,
+  -- so two writers never deadlock here), then, reading after the lock, check that every line
+  -- mirrors its original and that all of them together never exceed it. A concurrent writer of
+  -- the same original waits for the lock until we commit, then sees our postings.
+  FOR orig IN
+    SELECT DISTINCT x.kind, x.pid
+      FROM new_rows n,
+           LATERAL (VALUES (7302, n.reverses_posting_id), (7303, n.closes_posting_id)) x(kind, pid)
+     WHERE x.pid IS NOT NULL
+     ORDER BY x.pid, x.kind
+  LOOP
+    PERFORM pg_advisory_xact_lock(orig.kind, (orig.pid % 2147483647)::int);
+  END LOOP;
+
+  -- Scalar subqueries (one index lookup per row) rather than joins: a plan cached while the
+  -- tables were small must not turn into a scan of the whole ledger later.
+  SELECT n.reverses_posting_id AS pid INTO bad
+    FROM new_rows n
+   WHERE n.reverses_posting_id IS NOT NULL
+     AND (SELECT o.account_id = n.account_id AND sign(o.amount) <> sign(n.amount)
+                 AND o.transaction_id = (SELECT t.reverses_transaction_id FROM ledger_transactions t
+                                          WHERE t.id = n.transaction_id)
+            FROM ledger_postings o WHERE o.id = n.reverses_posting_id) IS NOT TRUE
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'posting reverses % but does not mirror it', bad.pid
+      USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT n.closes_posting_id AS pid INTO bad
+    FROM new_rows n
+   WHERE n.closes_posting_id IS NOT NULL
+     AND (SELECT o.account_id = n.account_id AND sign(o.amount) <> sign(n.amount)
+            FROM ledger_postings o WHERE o.id = n.closes_posting_id) IS NOT TRUE
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'posting closes % but is not on its account with the opposite sign', bad.pid
+      USING ERRCODE = 'check_violation';
   END IF;
 
-  IF NEW.closes_posting_id IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock(7303, (NEW.closes_posting_id % 2147483647)::int);
-    SELECT * INTO orig FROM ledger_postings WHERE id = NEW.closes_posting_id;
-    IF orig.account_id <> NEW.account_id OR sign(orig.amount) = sign(NEW.amount) THEN
-      RAISE EXCEPTION 'posting closes % but is not on its account with the opposite sign',
-        NEW.closes_posting_id USING ERRCODE = 'check_violation';
-    END IF;
-    SELECT coalesce(sum(amount), 0) INTO used FROM ledger_postings
-      WHERE closes_posting_id = NEW.closes_posting_id;
-    IF abs(used + NEW.amount) > abs(orig.amount) THEN
-      RAISE EXCEPTION 'closing of posting % exceeds the open amount', NEW.closes_posting_id
+  -- What all postings (committed, and ours) take from each original, against the original.
+  SELECT x.kind, x.pid INTO bad
+    FROM (SELECT DISTINCT 'r' AS kind, n.reverses_posting_id AS pid FROM new_rows n
+           WHERE n.reverses_posting_id IS NOT NULL
+          UNION
+          SELECT DISTINCT 'c', n.closes_posting_id FROM new_rows n
+           WHERE n.closes_posting_id IS NOT NULL) x
+   WHERE abs((SELECT o.amount FROM ledger_postings o WHERE o.id = x.pid))
+         < abs(CASE x.kind
+                 WHEN 'r' THEN (SELECT sum(q.amount) FROM ledger_postings q
+                                 WHERE q.reverses_posting_id = x.pid)
+                 ELSE (SELECT sum(q.amount) FROM ledger_postings q
+                        WHERE q.closes_posting_id = x.pid)
+               END)
+   LIMIT 1;
+  IF FOUND THEN
+    IF bad.kind = 'r' THEN
+      RAISE EXCEPTION 'reversal of posting % exceeds the original', bad.pid
         USING ERRCODE = 'check_violation';
     END IF;
+    RAISE EXCEPTION 'closing of posting % exceeds the open amount', bad.pid
+      USING ERRCODE = 'check_violation';
   END IF;
-  RETURN NEW;
+  RETURN NULL;
 END
 $$;
-CREATE TRIGGER ledger_postings_before_insert BEFORE INSERT ON ledger_postings
-  FOR EACH ROW EXECUTE FUNCTION ledger_postings_before_insert();
+CREATE TRIGGER ledger_postings_after_insert AFTER INSERT ON ledger_postings
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_postings_after_insert();
 
 CREATE FUNCTION ledger_transaction_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE bad int;
+DECLARE
+  n_lines bigint;
+  bad int;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM ledger_postings WHERE transaction_id = NEW.id) THEN
+  -- One query: how many postings, and the first asset whose postings do not sum to zero.
+  SELECT sum(g.lines), min(g.asset_id) FILTER (WHERE g.total <> 0)
+    INTO n_lines, bad
+    FROM (SELECT p.asset_id, count(*) AS lines, sum(p.amount) AS total
+            FROM ledger_postings p WHERE p.transaction_id = NEW.id GROUP BY p.asset_id) g;
+  IF n_lines IS NULL THEN
     RAISE EXCEPTION 'ledger transaction % has no postings', NEW.id
       USING ERRCODE = 'check_violation';
   END IF;
-  SELECT asset_id INTO bad FROM ledger_postings WHERE transaction_id = NEW.id
-    GROUP BY asset_id HAVING sum(amount) <> 0 LIMIT 1;
-  IF FOUND THEN
+  IF bad IS NOT NULL THEN
     RAISE EXCEPTION 'ledger transaction % does not balance in asset %', NEW.id, bad
       USING ERRCODE = 'check_violation';
   END IF;

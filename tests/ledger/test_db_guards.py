@@ -299,3 +299,208 @@ class TestReversalGuard:
                 txn = new_txn(conn, "rev", reverses_transaction_id=original)
                 add_posting(conn, txn, 1, book.custody.id, book.usdc.id, 10, reverses_posting_id=p1)
                 add_posting(conn, txn, 2, book.equity.id, book.usdc.id, -10)
+
+
+def insert_postings(conn: Connection, rows: list[dict[str, object]]) -> None:
+    """Insert several postings with ONE statement (the guards run once per statement)."""
+    cols = ["transaction_id", "line_no", "account_id", "asset_id", "amount",
+            "closes_posting_id", "reverses_posting_id"]
+    values = ", ".join(
+        "(" + ", ".join(f"CAST(:{c}{i} AS {'numeric' if c == 'amount' else 'bigint'})"
+                        for c in cols) + ")"
+        for i in range(len(rows))
+    )
+    params = {f"{c}{i}": row.get(c) for i, row in enumerate(rows) for c in cols}
+    conn.execute(sa.text(f"INSERT INTO ledger_postings ({', '.join(cols)}) VALUES {values}"),
+                 params)
+
+
+def posting_ids(book: Book, txn: int) -> list[int]:
+    with book.engine.connect() as conn:
+        return [
+            int(r.id)
+            for r in conn.execute(
+                sa.text(
+                    "SELECT id FROM ledger_postings WHERE transaction_id = :t ORDER BY line_no"
+                ),
+                {"t": txn},
+            )
+        ]
+
+
+class TestStatementLevelGuards:
+    """The posting and period guards run once per INSERT statement over all its rows: multi-row
+    inserts by raw SQL must be refused exactly as row-by-row inserts are."""
+
+    def test_multi_row_insert_into_a_committed_transaction_refused(self, book: Book) -> None:
+        txn = book.deposit("u1", 100, "d1")
+        wallet = book.wallet("u1")
+        with pytest.raises(sa.exc.DBAPIError, match="can only be written with it") as excinfo:
+            with book.engine.begin() as conn:
+                fresh = new_txn(conn, "fresh")
+                # One statement: two rows for the new transaction, two for the committed one.
+                insert_postings(conn, [
+                    dict(transaction_id=fresh, line_no=1, account_id=book.custody.id,
+                         asset_id=book.usdc.id, amount=5),
+                    dict(transaction_id=fresh, line_no=2, account_id=wallet.id,
+                         asset_id=book.usdc.id, amount=-5),
+                    dict(transaction_id=txn, line_no=3, account_id=book.custody.id,
+                         asset_id=book.usdc.id, amount=7),
+                    dict(transaction_id=txn, line_no=4, account_id=wallet.id,
+                         asset_id=book.usdc.id, amount=-7),
+                ])
+        assert sqlstate_of(excinfo) == "23514"
+        assert count(book.engine, "ledger_postings") == 2
+
+    def test_postings_of_a_transaction_written_in_a_savepoint_refused(self, book: Book) -> None:
+        # The gate argument (no gate trigger on postings) relies on this: a transaction row
+        # written in a subtransaction carries the subtransaction's xid, not ours.
+        with pytest.raises(sa.exc.DBAPIError, match="can only be written with it"):
+            with book.engine.begin() as conn:
+                with conn.begin_nested():
+                    txn = new_txn(conn, "nested")
+                add_posting(conn, txn, 1, book.custody.id, book.usdc.id, 5)
+
+    def test_postings_insert_holds_the_write_gate(self, book: Book, owner: Engine) -> None:
+        with book.engine.connect() as conn:
+            conn.begin()
+            txn = new_txn(conn, "gated")
+            insert_postings(conn, [
+                dict(transaction_id=txn, line_no=1, account_id=book.custody.id,
+                     asset_id=book.usdc.id, amount=5),
+                dict(transaction_id=txn, line_no=2, account_id=book.equity.id,
+                     asset_id=book.usdc.id, amount=-5),
+            ])
+            with owner.connect() as other:
+                # What a period close or a checkpoint watermark would need: refused while the
+                # writer is in flight.
+                taken = other.execute(sa.text("SELECT pg_try_advisory_xact_lock(7301, 1)"))
+                assert taken.scalar_one() is False
+            conn.commit()
+        with owner.connect() as other:
+            taken = other.execute(sa.text("SELECT pg_try_advisory_xact_lock(7301, 1)"))
+            assert taken.scalar_one() is True
+
+    def test_multi_row_reversal_beyond_original_refused(self, book: Book) -> None:
+        original = book.deposit("u1", 100, "d1")
+        book.deposit("u1", 1000, "d2")
+        p1, p2 = posting_ids(book, original)
+        wallet = book.wallet("u1")
+        with pytest.raises(sa.exc.DBAPIError, match="exceeds the original") as excinfo:
+            with book.engine.begin() as conn:
+                txn = new_txn(conn, "rev", reverses_transaction_id=original)
+                # Each line alone reverses 60 of 100; together 120.
+                insert_postings(conn, [
+                    dict(transaction_id=txn, line_no=n, account_id=acc, asset_id=book.usdc.id,
+                         amount=amount, reverses_posting_id=pid)
+                    for n, (acc, amount, pid) in enumerate([
+                        (book.custody.id, -60, p1), (book.custody.id, -60, p1),
+                        (wallet.id, 60, p2), (wallet.id, 60, p2)], start=1)
+                ])
+        assert sqlstate_of(excinfo) == "23514"
+
+    def test_multi_row_reversal_mismatch_refused(self, book: Book) -> None:
+        original = book.deposit("u1", 100, "d1")
+        p1, p2 = posting_ids(book, original)
+        wallet = book.wallet("u1")
+        with pytest.raises(sa.exc.DBAPIError, match="does not mirror"):
+            with book.engine.begin() as conn:
+                txn = new_txn(conn, "rev", reverses_transaction_id=original)
+                # The second line names the wrong account for its original.
+                insert_postings(conn, [
+                    dict(transaction_id=txn, line_no=1, account_id=book.custody.id,
+                         asset_id=book.usdc.id, amount=-10, reverses_posting_id=p1),
+                    dict(transaction_id=txn, line_no=2, account_id=book.equity.id,
+                         asset_id=book.usdc.id, amount=10, reverses_posting_id=p2),
+                ])
+        assert wallet.id != book.equity.id
+
+    def test_reversal_of_another_transaction_refused(self, book: Book) -> None:
+        original = book.deposit("u1", 100, "d1")
+        other = book.deposit("u1", 100, "d2")
+        p1, _ = posting_ids(book, original)
+        with pytest.raises(sa.exc.DBAPIError, match="does not mirror"):
+            with book.engine.begin() as conn:
+                txn = new_txn(conn, "rev", reverses_transaction_id=other)
+                add_posting(conn, txn, 1, book.custody.id, book.usdc.id, -10,
+                            reverses_posting_id=p1)
+                add_posting(conn, txn, 2, book.equity.id, book.usdc.id, 10)
+
+    def test_closing_beyond_the_open_amount_refused(self, book: Book) -> None:
+        opened = book.deposit("u1", 100, "d1")
+        book.deposit("u1", 1000, "d2")
+        _, wallet_line = posting_ids(book, opened)
+        wallet = book.wallet("u1")
+        with book.engine.begin() as conn:  # closes 70 of the 100: fine
+            txn = new_txn(conn, "c1")
+            insert_postings(conn, [
+                dict(transaction_id=txn, line_no=1, account_id=wallet.id, asset_id=book.usdc.id,
+                     amount=70, closes_posting_id=wallet_line),
+                dict(transaction_id=txn, line_no=2, account_id=book.equity.id,
+                     asset_id=book.usdc.id, amount=-70),
+            ])
+        with pytest.raises(sa.exc.DBAPIError, match="exceeds the open amount") as excinfo:
+            with book.engine.begin() as conn:  # 20 + 20 more in one statement: 110 > 100
+                txn = new_txn(conn, "c2")
+                insert_postings(conn, [
+                    dict(transaction_id=txn, line_no=1, account_id=wallet.id,
+                         asset_id=book.usdc.id, amount=20, closes_posting_id=wallet_line),
+                    dict(transaction_id=txn, line_no=2, account_id=wallet.id,
+                         asset_id=book.usdc.id, amount=20, closes_posting_id=wallet_line),
+                    dict(transaction_id=txn, line_no=3, account_id=book.equity.id,
+                         asset_id=book.usdc.id, amount=-40),
+                ])
+        assert sqlstate_of(excinfo) == "23514"
+
+    def test_closing_with_the_same_sign_refused(self, book: Book) -> None:
+        opened = book.deposit("u1", 100, "d1")
+        _, wallet_line = posting_ids(book, opened)  # a credit (-100) on the wallet
+        wallet = book.wallet("u1")
+        with pytest.raises(sa.exc.DBAPIError, match="opposite sign"):
+            with book.engine.begin() as conn:
+                txn = new_txn(conn, "c1")
+                add_posting(conn, txn, 1, wallet.id, book.usdc.id, -10,
+                            closes_posting_id=wallet_line)
+                add_posting(conn, txn, 2, book.equity.id, book.usdc.id, 10)
+
+    def test_multi_row_transactions_in_a_closed_period_refused(self, book: Book) -> None:
+        with book.engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO ledger_periods (ends_at, closed_by) "
+                                 "VALUES ('2026-11-15T00:00:00Z', 'tests')"))
+        rows = "('k1', :fp, 'raw', '2026-11-20T00:00:00Z', 'raw-sql', false), " \
+               "('k2', :fp, 'raw', '{eff}', 'raw-sql', {oop})"
+        sql = ("INSERT INTO ledger_transactions (idempotency_key, fingerprint, kind, "
+               "effective_at, source, out_of_period) VALUES ")
+        for eff, oop, message in [
+            ("2026-11-01T00:00:00Z", "false", "inside a period closed"),
+            ("2026-11-20T00:00:00Z", "true", "not in a closed period"),
+        ]:
+            with pytest.raises(sa.exc.DBAPIError, match=message) as excinfo:
+                with book.engine.begin() as conn:
+                    conn.execute(sa.text(sql + rows.format(eff=eff, oop=oop)), {"fp": "0" * 64})
+            assert sqlstate_of(excinfo) == "23514"
+        assert count(book.engine, "ledger_transactions") == 0
+
+    def test_multi_row_recorded_at_set_by_the_database(self, book: Book) -> None:
+        with book.engine.begin() as conn:
+            now = conn.execute(sa.text("SELECT now()")).scalar_one()
+            ids = [new_txn(conn, f"b{i}", recorded_at="2001-01-01T00:00:00Z") for i in range(2)]
+            for txn in ids:
+                insert_postings(conn, [
+                    dict(transaction_id=txn, line_no=1, account_id=book.custody.id,
+                         asset_id=book.usdc.id, amount=1),
+                    dict(transaction_id=txn, line_no=2, account_id=book.equity.id,
+                         asset_id=book.usdc.id, amount=-1),
+                ])
+        with book.engine.connect() as conn:
+            recorded = conn.execute(sa.text("SELECT recorded_at FROM ledger_transactions")).all()
+        assert all(r.recorded_at >= now for r in recorded)
+
+    def test_balance_row_account_cannot_be_changed(self, book: Book) -> None:
+        wallet = book.wallet("u1")
+        with pytest.raises(sa.exc.DBAPIError, match="only balance and version"):
+            with book.engine.begin() as conn:
+                conn.execute(
+                    sa.text("UPDATE account_balances SET asset_id = :e WHERE account_id = :a"),
+                    {"a": wallet.id, "e": book.eth.id},
+                )
