@@ -120,16 +120,20 @@ def run_watcher(engine: Any, config: ChainsConfig, head: int) -> Measure:
     started = time.perf_counter()
     history_s = 0.0
     deposits = credited = 0
-    while True:
-        report = watcher.step(now=NOW)
-        deposits += report.new_deposits
-        credited += report.credited
-        if report.cursor_block is not None and report.cursor_block >= head and not history_s:
-            history_s = time.perf_counter() - started
-        if report.caught_up and report.credited == 0 and report.finals == 0:
-            break
-        _progress(f"  watcher at block {report.cursor_block}: {deposits} deposits, "
-                  f"{credited} credited")
+    try:
+        while True:
+            report = watcher.step(now=NOW)
+            deposits += report.new_deposits
+            credited += report.credited
+            if (report.cursor_block is not None and report.cursor_block >= head
+                    and not history_s):
+                history_s = time.perf_counter() - started
+            if report.caught_up and report.credited == 0 and report.finals == 0:
+                break
+            _progress(f"  watcher at block {report.cursor_block}: {deposits} deposits, "
+                      f"{credited} credited")
+    finally:
+        watcher.close()
     return Measure("watcher (batched receipts, set-based writes, post_batch)", head + 1,
                    deposits, history_s, time.perf_counter() - started)
 

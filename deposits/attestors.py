@@ -23,7 +23,13 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Engine
 
 from chains.evm import decode_native_transfer, is_erc20_transfer_log, transfer_from_log
-from chains.model import FinalityRule, evaluate_finality, parse_position, same_hash
+from chains.model import (
+    BlockHeader,
+    FinalityRule,
+    evaluate_finality,
+    parse_position,
+    same_hash,
+)
 from chains.rpc import RpcCall, RpcClient, from_quantity, to_quantity
 from config.uow import UnitOfWork
 from deposits import repository as repo
@@ -67,44 +73,56 @@ class NodeReceiptAttestor:
         self.rule = rule
 
     def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
-        """See the class docstring."""
+        """See the class docstring.
+
+        The receipts are re-read by block (``eth_getBlockReceipts`` at each deposit's height,
+        all heights in one JSON-RPC batch): the receipts' block hash is the hash the node
+        reports at that height, so the same answer tells which block is canonical there.
+        Transactions are read only for native deposits (a log's position needs its receipt).
+        """
         if not deposits:
             return {}
-        hashes = sorted({d.tx_hash for d in deposits})
         head = self.rpc.block_number()
         finalized = self.rpc.get_block("finalized")
-        calls = [RpcCall("eth_getTransactionReceipt", [h]) for h in hashes]
-        calls += [RpcCall("eth_getTransactionByHash", [h]) for h in hashes]
-        answers = self.rpc.batch_results(calls)
-        receipts = dict(zip(hashes, answers[:len(hashes)], strict=True))
-        txs = dict(zip(hashes, answers[len(hashes):], strict=True))
-        heights = sorted({from_quantity(r["blockNumber"]) for r in receipts.values() if r})
-        canonical = dict(zip(heights, self.rpc.batch_results(
-            [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]),
-            strict=True))
+        heights = sorted({d.block_number for d in deposits if d.block_number is not None})
+        natives = sorted({d.tx_hash for d in deposits if d.position.startswith("call:")})
+        answers = self.rpc.batch_results(
+            [RpcCall("eth_getBlockReceipts", [to_quantity(h)]) for h in heights]
+            + [RpcCall("eth_getTransactionByHash", [h]) for h in natives])
+        txs = dict(zip(natives, answers[len(heights):], strict=True))
+        receipts: dict[str, dict[str, Any]] = {}
+        canonical: dict[int, str] = {}
+        for height, block_receipts in zip(heights, answers[:len(heights)], strict=True):
+            for r in block_receipts or []:
+                receipts[str(r["transactionHash"]).lower()] = r
+                canonical[height] = str(r["blockHash"])
         verdicts = {}
         for d in deposits:
-            receipt, tx = receipts[d.tx_hash], txs[d.tx_hash]
+            receipt = receipts.get(d.tx_hash)
+            tx = txs.get(d.tx_hash) if d.position.startswith("call:") else {}
             if receipt is None or tx is None:
+                # Not in the canonical block at the deposit's height (any more): wait.
                 verdicts[d.id] = Attestation(Verdict.PENDING, "receipt_missing")
                 continue
-            block = from_quantity(receipt["blockNumber"])
-            node_block = canonical.get(block)
-            final, evidence = evaluate_finality(
-                self.rule, tx_block=block, tx_block_hash=str(receipt["blockHash"]),
-                head_block=head, finalized_block=None if finalized is None else finalized.number,
-                canonical_hash=None if node_block is None else str(node_block["hash"]),
-            )
-            proof = {"attestor": self.name, **evidence.to_json()}
-            if d.block_hash is None or not same_hash(str(receipt["blockHash"]), d.block_hash):
-                verdicts[d.id] = Attestation(Verdict.PENDING, "other_block", proof)
-            elif not final:
-                verdicts[d.id] = Attestation(Verdict.PENDING, "not_final_on_attestor", proof)
-            else:
-                mismatch = _mismatch(d, receipt, tx)
-                verdict = Verdict.DISAGREED if mismatch else Verdict.AGREED
-                verdicts[d.id] = Attestation(verdict, mismatch, proof)
+            verdicts[d.id] = self._judge(d, receipt, tx, head, finalized,
+                                         canonical.get(from_quantity(receipt["blockNumber"])))
         return verdicts
+
+    def _judge(self, d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any], head: int,
+               finalized: BlockHeader | None, canonical_hash: str | None) -> Attestation:
+        block = from_quantity(receipt["blockNumber"])
+        final, evidence = evaluate_finality(
+            self.rule, tx_block=block, tx_block_hash=str(receipt["blockHash"]),
+            head_block=head, finalized_block=None if finalized is None else finalized.number,
+            canonical_hash=canonical_hash,
+        )
+        proof = {"attestor": self.name, **evidence.to_json()}
+        if d.block_hash is None or not same_hash(str(receipt["blockHash"]), d.block_hash):
+            return Attestation(Verdict.PENDING, "other_block", proof)
+        if not final:
+            return Attestation(Verdict.PENDING, "not_final_on_attestor", proof)
+        mismatch = _mismatch(d, receipt, tx)
+        return Attestation(Verdict.DISAGREED if mismatch else Verdict.AGREED, mismatch, proof)
 
 
 def _mismatch(d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any]) -> str | None:

@@ -41,6 +41,17 @@ def run_watch(
     names = list(chains or config.chains)
     watchers = [Watcher(engine, config, name) for name in names]
     failures = dict.fromkeys(names, 0)
+    try:
+        return _rounds(watchers, failures, steps_max, poll_interval_s, backoff_max_s, clock,
+                       on_step)
+    finally:
+        for watcher in watchers:
+            watcher.close()
+
+
+def _rounds(watchers: Sequence[Watcher], failures: dict[str, int], steps_max: int | None,
+            poll_interval_s: float | None, backoff_max_s: float,
+            clock: Callable[[], datetime], on_step: Callable[[StepReport], None] | None) -> int:
     rounds = 0
     while steps_max is None or rounds < steps_max:
         rounds += 1

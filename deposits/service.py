@@ -33,7 +33,8 @@ from deposits.repository import DepositRecord, Key
 from deposits.scanner import Observation
 from ledger import chart
 from ledger import service as ledger
-from ledger.model import Account, Entry, Line
+from ledger.errors import AccountMismatch
+from ledger.model import Account, AccountType, Entry, Line
 
 if TYPE_CHECKING:
     from chains.addresses import AddressSource
@@ -110,9 +111,16 @@ def timeline(uow: UnitOfWork, chain: str, tx_hash: str) -> list[TimelineEntry]:
     return found
 
 
-def user_deposits(uow: UnitOfWork, user_id: str, *, limit: int = 200) -> list[DepositRecord]:
-    """The user's deposits with their current state, newest first."""
-    return repo.deposits_of_user(uow.conn, user_id, limit=limit)
+def user_deposits(uow: UnitOfWork, user_id: str, *, limit: int = 200,
+                  before_id: int | None = None) -> list[DepositRecord]:
+    """A page of the user's deposits with their current state, newest first.
+
+    Keyset pagination in SQL: pass the last (smallest) id of the previous page as
+    ``before_id`` to get the next page; ``None`` starts from the newest deposit.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    return repo.deposits_of_user(uow.conn, user_id, limit=limit, before_id=before_id)
 
 
 # --------------------------------------------------------------------------- history writes
@@ -166,6 +174,21 @@ def _listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Lis
     return Listing(asset.code, listed.decimals, asset.scale, listed.minimum_minor, symbols)
 
 
+@dataclass(frozen=True)
+class ScanFinality:
+    """What the node said while the scan read its blocks, to judge finality at once.
+
+    ``head_block`` and ``finalized_block`` were read before the scan's batch; the scan's own
+    headers (linked by parent hash from the cursor) give the hash the node reports at each
+    height. A catch-up finds most deposits already final: recording ``finality_reached``
+    right after ``transfer_included`` spares a second read of the same rows and blocks.
+    """
+
+    rule: FinalityRule
+    head_block: int
+    finalized_block: int | None
+
+
 def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
                 headers: Sequence[Any], observations: Sequence[Observation],
                 users: Mapping[str, str], *, head_block: int, now: datetime) -> int:
@@ -174,6 +197,16 @@ def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
     One transaction: after a crash either all of it is there or none, and the next step scans
     the same blocks again. Returns the number of new deposits.
     """
+    return record_scan_final(uow, config, chain, headers, observations, users,
+                             head_block=head_block, finality=None, now=now)[0]
+
+
+def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
+                      headers: Sequence[Any], observations: Sequence[Observation],
+                      users: Mapping[str, str], *, head_block: int,
+                      finality: ScanFinality | None, now: datetime) -> tuple[int, int]:
+    """``record_scan``, and new deposits already final under ``finality`` are moved to final
+    in the same transaction. Returns (new deposits, deposits that reached finality)."""
     cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
     existing = repo.lock_deposits(uow.conn, [(chain.name, o.transfer.tx_hash,
                                                o.transfer.position) for o in observations])
@@ -196,17 +229,29 @@ def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
             batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
                       evidence={"log_index": t.log_index})
     ids = repo.insert_deposits(uow.conn, new_rows)
+    canonical = {h.number: h.hash for h in headers}
+    finals = 0
     for row in new_rows:
         row["id"] = ids[(row["chain"], row["tx_hash"], row["position"])]
         ignored = row["state"] == S.IGNORED
         batch.add(row, None, E.TRANSFER_IGNORED if ignored else E.TRANSFER_INCLUDED,
                   reason=row["booking_reason"], evidence={"log_index": row.pop("log_index")})
+        if ignored or finality is None:
+            continue
+        final, evidence = evaluate_finality(
+            finality.rule, tx_block=row["block_number"], tx_block_hash=row["block_hash"],
+            head_block=finality.head_block, finalized_block=finality.finalized_block,
+            canonical_hash=canonical.get(row["block_number"]))
+        if final:
+            batch.add(row, S.INCLUDED, E.FINALITY_REACHED, confirmations=evidence.confirmations,
+                      rule=str(finality.rule), evidence=evidence.to_json())
+            finals += 1
     batch.write(uow)
     for header in headers:
         cursor = list(chain_advance(cursor, header.number, header.hash, keep=chain.cursor_keep))
     if headers:
         repo.save_cursor(uow.conn, chain.name, cursor)
-    return len(new_rows)
+    return len(new_rows), finals
 
 
 def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: str | None,
@@ -334,12 +379,28 @@ class AccountCache:
                specs: Sequence[tuple[chart.AccountSpec, str]]) -> bool:
         """Open the missing accounts of (spec, asset code) pairs; True if any was missing."""
         missing = [(s, a) for s, a in dict.fromkeys(specs) if (s.code, a) not in self._accounts]
+        if not missing:
+            return False
         assets = {a: ledger.open_asset(uow, a, config.assets[a].scale)
                   for a in sorted({a for _, a in missing})}
+        # One statement for all of them: a catch-up meets hundreds of new users per step.
+        opened = repo.open_accounts(uow.conn, [
+            (s.code, assets[a].id, s.type.value, s.debits_must_not_exceed_credits,
+             s.credits_must_not_exceed_debits) for s, a in missing])
         for spec, asset_code in missing:
-            self._accounts[(spec.code, asset_code)] = ledger.open_account(uow, spec,
-                                                                          assets[asset_code])
-        return bool(missing)
+            asset = assets[asset_code]
+            row = opened[(spec.code, asset.id)]
+            if (row.type, row.debits_must_not_exceed_credits,
+                    row.credits_must_not_exceed_debits) != (
+                    spec.type.value, spec.debits_must_not_exceed_credits,
+                    spec.credits_must_not_exceed_debits):
+                raise AccountMismatch(f"account {spec.code} ({asset_code}) exists with other "
+                                      "type/flags")
+            self._accounts[(spec.code, asset_code)] = Account(
+                id=row.id, code=row.code, asset=asset, type=AccountType(row.type),
+                debits_must_not_exceed_credits=row.debits_must_not_exceed_credits,
+                credits_must_not_exceed_debits=row.credits_must_not_exceed_debits)
+        return True
 
     def forget(self, specs: Sequence[tuple[chart.AccountSpec, str]]) -> None:
         """Drop entries whose opening transaction did not commit."""

@@ -7,13 +7,24 @@ and runs these phases; node calls always happen between database transactions, n
    ``eth_getBlockReceipts`` in one batch, transactions of our transfers in another); if the tip
    is no longer canonical, find the common ancestor and rewind instead (deposits above it go
    back to unconfirmed; credited ones open a case). Record the transfers to our addresses and
-   advance the cursor in ONE transaction.
+   advance the cursor in ONE transaction; a new deposit whose block is already final under the
+   rule (head and finalized read before the scan, hash from the scan's own headers) gets its
+   ``finality_reached`` row in that same transaction.
 2. progress: confirmations and finality of included deposits, under the chain's rule.
 3. failures: an unconfirmed deposit whose sender's nonce was consumed at a final height by
    another transaction is failed.
 4. provider: deposits the provider calls complete before our rule is met are held.
 5. settle: final deposits are checked against the custody record (attestor, outside any
-   transaction) and credited (ledger ``post``) with their history row in one transaction.
+   transaction) and credited (``ledger.service.post_batch``, up to 500 deposits per call)
+   with their history rows in one transaction.
+
+Catching up (a step that did not reach the head), two things overlap: the next range is read
+from the node on a prefetch thread while this one is written (it is used only if the next step
+starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``), and the next step settles
+the deposits this one left final on a settle thread while it scans. Both threads finish inside
+the step's chain lock; a step that reaches the head settles at its end as before, so a
+following watcher credits in the step that sees finality. While catching up, a report's
+``credited`` counts deposits the previous step made final.
 
 Every write is idempotent against a crash right before or after its commit: the cursor moves
 with the observations, a state is re-read under lock before it moves, and a credit is keyed by
@@ -24,7 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -47,7 +60,7 @@ from deposits import service
 from deposits.attestors import Attestation, Attestor, NodeReceiptAttestor, ProviderAttestor, Verdict
 from deposits.errors import ReorgTooDeep, WatcherBusy
 from deposits.model import Booking, DepositState
-from deposits.scanner import scan_blocks
+from deposits.scanner import ScanResult, scan_blocks
 
 log = logging.getLogger("custody.deposits.watcher")
 S = DepositState
@@ -79,6 +92,19 @@ class StepReport:
         return self.cursor_block is not None and self.cursor_block >= self.head_block
 
 
+#: A range read ahead is used only if the step that wants it starts within this many seconds.
+AHEAD_AGE_MAX_S = 10.0
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """A scan read from the node: (head, finalized) read before it, and the scan (None:
+    nothing to read yet)."""
+
+    heads: tuple[int, int | None]
+    result: ScanResult | None
+
+
 def rpc_for(url: str, chain: ChainConfig) -> RpcClient:
     """An RPC client with the chain's timeout and retry budget."""
     return RpcClient(url, rpc_timeout_ms=chain.rpc_timeout_ms, retries_max=chain.rpc_retries_max)
@@ -104,6 +130,23 @@ class Watcher:
         self.attestor = attestor
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max
+        # One range read ahead while a catch-up writes the previous one (node reads overlap
+        # database writes). Its own RPC client: an HTTP session is not shared across threads.
+        self._pool = ThreadPoolExecutor(max_workers=1,
+                                        thread_name_prefix=f"scan-{self.chain.name}")
+        self._ahead_rpc = rpc_for(self.rpc.url, self.chain)
+        self._ahead: tuple[tuple[int, str], float, Future[_Fetched]] | None = None
+        self._pool_settle = ThreadPoolExecutor(max_workers=1,
+                                               thread_name_prefix=f"settle-{self.chain.name}")
+        #: The last step did not reach the head: the next one settles while it scans.
+        self._behind = False
+
+    def close(self) -> None:
+        """Stop the prefetch thread and close the node clients it owns."""
+        self._ahead = None
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool_settle.shutdown(wait=True)
+        self._ahead_rpc.close()
 
     # ----------------------------------------------------------------- the step
 
@@ -111,16 +154,36 @@ class Watcher:
         """Run one bounded step (raises WatcherBusy if another process runs one)."""
         report = StepReport(self.chain.name)
         with self._chain_lock():
-            self._scan(report, now)
-            if report.rewound_to is None:
-                self._progress(report, now)
-                self._failures(report, now)
-                if self.chain.attestor == "provider":
-                    report.held_early = run_in_transaction(
-                        self.engine,
-                        lambda uow: service.record_early_completions(uow, self.chain, now=now))
+            # While catching up, the deposits the previous step left final are settled on a
+            # thread of their own while this step reads and records the next range: node
+            # reads, history writes and ledger posts overlap. Both run under the chain lock
+            # and touch disjoint deposits (settle: final ones, re-read under lock; the scan:
+            # new ones); a rewind meeting a deposit being settled waits for its row lock.
+            settling = self._pool_settle.submit(self._settle, report, now) if self._behind \
+                else None
+            try:
+                self._observe(report, now)
+            except BaseException:
+                if settling is not None:
+                    wait([settling])  # Never leave a settle running outside the chain lock.
+                raise
+            if settling is not None:
+                settling.result()
+            self._behind = report.rewound_to is None and not report.caught_up
+            if report.rewound_to is None and not self._behind:
                 self._settle(report, now)
         return report
+
+    def _observe(self, report: StepReport, now: datetime) -> None:
+        """The phases before settling: scan (or rewind), progress, failures, provider."""
+        self._scan(report, now)
+        if report.rewound_to is None:
+            self._progress(report, now)
+            self._failures(report, now)
+            if self.chain.attestor == "provider":
+                report.held_early = run_in_transaction(
+                    self.engine,
+                    lambda uow: service.record_early_completions(uow, self.chain, now=now))
 
     @contextlib.contextmanager
     def _chain_lock(self) -> Iterator[None]:
@@ -144,22 +207,13 @@ class Watcher:
 
     def _scan(self, report: StepReport, now: datetime) -> None:
         cursor = self._read(lambda uow: repo.get_cursor(uow.conn, self.chain.name))
-        head = self.rpc.block_number()
-        report.head_block = head
         tip = cursor[-1] if cursor else None
+        fetched = self._take_ahead(tip) or self._fetch(self.rpc, tip)
+        head, result = fetched.heads[0], fetched.result
+        report.head_block = head
         report.cursor_block = tip[0] if tip else None
-        start = tip[0] + 1 if tip else self.chain.start_block
-        end = min(head, start + self.chain.scan_blocks_max - 1)
-        if end < start and tip is None:
+        if result is None:
             return
-        family = self.chain.family
-
-        def lookup(addresses: Any) -> dict[str, str]:
-            return dict(self._read(lambda uow: repo.users_of_addresses(uow.conn, family,
-                                                                       addresses)))
-
-        result = scan_blocks(self.rpc, tip, start, max(end, start - 1), lookup_users=lookup,
-                             is_listed=lambda c: self.chain.token(c) is not None)
         if result.reorg:
             self._rewind(cursor, report, now)
             return
@@ -167,9 +221,55 @@ class Watcher:
             return
         report.scanned_from, report.scanned_to = result.headers[0].number, result.headers[-1].number
         report.cursor_block = report.scanned_to
-        report.new_deposits = run_in_transaction(self.engine, lambda uow: service.record_scan(
-            uow, self.config, self.chain, result.headers, result.observations, result.users,
-            head_block=head, now=now))
+        last = result.headers[-1]
+        if last.number < head:
+            # Catching up: read the next range from the node while this one is written.
+            self._ahead = (last.number, last.hash), time.monotonic(), self._pool.submit(
+                self._fetch, self._ahead_rpc, (last.number, last.hash))
+        finality = service.ScanFinality(self.rule, head, fetched.heads[1])
+        report.new_deposits, report.finals = run_in_transaction(
+            self.engine, lambda uow: service.record_scan_final(
+                uow, self.config, self.chain, result.headers, result.observations,
+                result.users, head_block=head, finality=finality, now=now))
+
+    def _fetch(self, rpc: RpcClient, tip: tuple[int, str] | None) -> _Fetched:
+        """Read the blocks above ``tip`` (node calls and a short read of our addresses only).
+
+        Runs on the step's thread or, one range ahead, on the prefetch thread with its own
+        RPC client; it writes nothing, so a result nobody uses is simply dropped.
+        """
+        # Read before the blocks: a block the scan finds at or below them is judged final on
+        # the headers the scan reads next (the hash the node reports at that height).
+        heads = self._finality_heads(rpc)
+        start = tip[0] + 1 if tip else self.chain.start_block
+        end = min(heads[0], start + self.chain.scan_blocks_max - 1)
+        if end < start and tip is None:
+            return _Fetched(heads, None)
+        family = self.chain.family
+
+        def lookup(addresses: Any) -> dict[str, str]:
+            return dict(self._read(lambda uow: repo.users_of_addresses(uow.conn, family,
+                                                                       addresses)))
+
+        return _Fetched(heads, scan_blocks(rpc, tip, start, max(end, start - 1),
+                                           lookup_users=lookup,
+                                           is_listed=lambda c: self.chain.token(c) is not None))
+
+    def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:
+        """The prefetched scan above ``tip``, if there is one, it is recent and it worked."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        ahead_tip, started, future = ahead
+        if ahead_tip != tip or time.monotonic() - started > AHEAD_AGE_MAX_S:
+            # The cursor moved otherwise (a failed write, another process): read again.
+            future.cancel()
+            return None
+        try:
+            return future.result(timeout=self.rpc.rpc_timeout_ms / 1000 * 4)
+        except Exception:  # noqa: BLE001 - a failed prefetch is read again, where errors count
+            log.info("%s: prefetched scan failed; reading again", self.chain.name, exc_info=True)
+            return None
 
     def _rewind(self, cursor: list[tuple[int, str]], report: StepReport, now: datetime) -> None:
         canonical = self.rpc.canonical_hashes(cursor_heights(cursor))
@@ -187,10 +287,11 @@ class Watcher:
         report.cases_opened = run_in_transaction(self.engine, lambda uow: service.record_rewind(
             uow, self.chain, ancestor, observed, now=now))
 
-    def _finality_heads(self) -> tuple[int, int | None]:
-        head = self.rpc.block_number()
+    def _finality_heads(self, rpc: RpcClient | None = None) -> tuple[int, int | None]:
+        rpc = rpc or self.rpc
+        head = rpc.block_number()
         if isinstance(self.rule, FinalizedTag):
-            finalized = self.rpc.get_block("finalized")
+            finalized = rpc.get_block("finalized")
             return head, None if finalized is None else finalized.number
         return head, None
 
@@ -202,7 +303,7 @@ class Watcher:
         head, finalized = self._finality_heads()
         heights = sorted({d.block_number for d in open_ if d.block_number is not None})
         canonical = self.rpc.canonical_hashes(heights)
-        report.finals = run_in_transaction(self.engine, lambda uow: service.record_progress(
+        report.finals += run_in_transaction(self.engine, lambda uow: service.record_progress(
             uow, self.chain, self.rule, [d.key for d in open_], head_block=head,
             finalized_block=finalized, canonical=canonical, now=now))
 

@@ -220,3 +220,30 @@ def test_custody_matches_customer_liabilities_per_asset(rig: Rig) -> None:
     rig.node.mine(3)
     rig.step()
     assert rig.balance(chart.custody("dev").code, "USDC") == rig.wallet("alice", "USDC")
+
+
+class TestCatchUp:
+    def test_behind_by_many_ranges_credits_each_deposit_once_in_order(self, rig: Rig) -> None:
+        """Ranges are read ahead and settled while the next one is written: same outcome."""
+        rig.finality = "finalized"
+        users = [rig.user(f"u{i}") for i in range(5)]
+        hashes = []
+        for n in range(12):
+            hashes.append(rig.node.transact(rig.tokens.usdc, "transfer",
+                                            [users[n % 5], 1_000_000 + n], ALICE))
+            rig.node.mine(15)  # 12 deposits over ~180 blocks: four ranges of 50.
+        rig.node.mine(5)
+        events_seen = 0
+        for _ in range(10):
+            report = rig.step()
+            events_seen += report.credited
+            if report.caught_up and report.credited == 0 and report.finals == 0:
+                break
+        assert events_seen == 12 == rig.deposit_postings()
+        for tx in hashes:
+            assert rig.deposits(tx) == {"log:0": "credited"}
+            assert rig.events(tx, "log:0") == ["transfer_included", "finality_reached",
+                                               "attested_for_user"]
+        assert sum(rig.wallet(f"u{i}", "USDC") for i in range(5)) == \
+            sum(1_000_000 + n for n in range(12))
+        assert verify(rig.engine).ok
