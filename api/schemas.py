@@ -155,6 +155,33 @@ class Deposit(BaseModel):
     updated_at: datetime
 
 
+class StatementLine(BaseModel):
+    """One posting on a user's statement, with the running balances after it."""
+
+    posting_id: int
+    transaction_id: int
+    account: str = Field(description="wallet (available) or withdrawals (reserved in flight)")
+    amount: Amount = Field(description="Change of the user's balance (negative: it fell)")
+    available: Amount
+    posted: Amount
+    kind: str
+    reference: str | None
+    reason: str | None
+    effective_at: datetime
+    recorded_at: datetime
+
+
+class StatementPage(BaseModel):
+    """A page of a user's statement in one asset, oldest first; pass ``next_cursor`` as
+    ``cursor`` for the next page."""
+
+    user_id: str
+    asset: str
+    scale: int
+    items: list[StatementLine]
+    next_cursor: str | None
+
+
 class DepositPage(BaseModel):
     """A page of deposits, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
 

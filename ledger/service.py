@@ -444,3 +444,60 @@ def close_period(
 def list_periods(uow: UnitOfWork) -> list[repo.PeriodRecord]:
     """Closed periods, oldest first."""
     return repo.list_periods(uow.conn)
+
+
+# --- statements -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    """One posting on a user's statement: "why is my balance X?".
+
+    ``account`` is ``wallet`` (available money) or ``withdrawals`` (reserved for withdrawals in
+    flight); ``amount_minor`` is on the liability's normal side (positive: the user's balance
+    grew). ``available_minor`` and ``posted_minor`` are the running balances after this line.
+    """
+
+    posting_id: int
+    transaction_id: int
+    account: str
+    amount_minor: int
+    available_minor: int
+    posted_minor: int
+    kind: str
+    reference: str | None
+    reason: str | None
+    effective_at: datetime
+    recorded_at: datetime
+
+
+def statement(
+    uow: UnitOfWork, user_id: str, asset_code: str, *, after_posting_id: int = 0,
+    limit: int = 100,
+) -> list[StatementLine]:
+    """The user's postings in ``asset_code`` after ``after_posting_id``, oldest first, with the
+    running available and posted balances (a page: pass the last posting id for the next)."""
+    if not 1 <= limit <= 1000:
+        raise EntryInvalid("limit must be between 1 and 1000")
+    get_asset(uow, asset_code)
+    wanted = {chart.user_wallet(user_id).code: "wallet",
+              chart.user_withdrawals(user_id).code: "withdrawals"}
+    accounts = [a for a in repo.find_accounts(uow.conn, list(wanted))
+                if a.asset.code == asset_code]
+    if not accounts:
+        return []
+    by_id = {a.id: a for a in accounts}
+    running = {a: by_id[a].normal(raw)
+               for a, raw in repo.sums_through(uow.conn, list(by_id), after_posting_id).items()}
+    lines = []
+    for row in repo.postings_after(uow.conn, list(by_id), after_posting_id, limit):
+        account = by_id[row.account_id]
+        change = account.normal(row.amount_minor)
+        running[row.account_id] += change
+        wallet = sum(v for a, v in running.items() if wanted[by_id[a].code] == "wallet")
+        lines.append(StatementLine(
+            posting_id=row.posting_id, transaction_id=row.transaction_id,
+            account=wanted[account.code], amount_minor=change, available_minor=wallet,
+            posted_minor=sum(running.values()), kind=row.kind, reference=row.reference,
+            reason=row.reason, effective_at=row.effective_at, recorded_at=row.recorded_at))
+    return lines

@@ -21,6 +21,8 @@ from api.schemas import (
     DepositAddress,
     DepositAddresses,
     DepositPage,
+    StatementLine,
+    StatementPage,
     User,
     UserCreate,
     amount,
@@ -32,8 +34,6 @@ from ledger import service as ledger
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="User id.")]
-#: How many of a user's newest deposits a page walk can reach (see ``list_deposits``).
-DEPOSITS_SCAN_MAX = 10_000
 
 
 @router.post("", status_code=201, response_model=User, responses=problems(*AUTHED),
@@ -144,18 +144,47 @@ def list_deposits(
         "``next_cursor`` of the previous page."))] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> DepositPage:
-    """A page of the user's deposits with their current state.
+    """A page of the user's deposits with their current state, newest first.
 
-    The cursor is the id of the last deposit of the previous page. The deposit service lists
-    a user's newest deposits with a bound and no cursor yet, so a walk reaches the newest
-    ``DEPOSITS_SCAN_MAX`` deposits.
+    The cursor is the id of the last deposit of the previous page (keyset pagination).
     """
     ctx = context(request)
     auth.check_user(uow.conn, principal, user_id)
     before = int(cursor) if cursor is not None else None
-    rows = [d for d in deposits.user_deposits(uow, user_id, limit=DEPOSITS_SCAN_MAX)
-            if before is None or d.id < before]
+    rows = deposits.user_deposits(uow, user_id, limit=limit + 1, before_id=before)
     page = rows[:limit]
     more = len(rows) > limit
     return DepositPage(items=[deposit_view(ctx.chains, d) for d in page],
                        next_cursor=str(page[-1].id) if more and page else None)
+
+
+@router.get("/{user_id}/statement", response_model=StatementPage, responses=problems(*AUTHED),
+            summary="A user's postings in one asset with running balances (cursor pagination)")
+def user_statement(
+    request: Request,
+    user_id: UserId,
+    principal: ReaderScope,
+    uow: Uow,
+    asset: Annotated[str, Query(pattern=r"^[A-Z0-9][A-Z0-9._-]{0,31}$",
+                                description="Ledger asset code, e.g. USDC.")],
+    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description=(
+        "``next_cursor`` of the previous page."))] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> StatementPage:
+    """Why is my balance X: every posting on the user's wallet and withdrawals accounts, oldest
+    first, with its kind, reference and reason and the available and posted balances after it.
+    """
+    auth.check_user(uow.conn, principal, user_id)
+    scale = ledger.get_asset(uow, asset).scale
+    after = int(cursor) if cursor is not None else 0
+    lines = ledger.statement(uow, user_id, asset, after_posting_id=after, limit=limit + 1)
+    page = lines[:limit]
+    return StatementPage(
+        user_id=user_id, asset=asset, scale=scale,
+        items=[StatementLine(
+            posting_id=ln.posting_id, transaction_id=ln.transaction_id, account=ln.account,
+            amount=amount(ln.amount_minor, scale), available=amount(ln.available_minor, scale),
+            posted=amount(ln.posted_minor, scale), kind=ln.kind, reference=ln.reference,
+            reason=ln.reason, effective_at=ln.effective_at, recorded_at=ln.recorded_at)
+            for ln in page],
+        next_cursor=str(page[-1].posting_id) if len(lines) > limit and page else None)

@@ -63,6 +63,9 @@ ENDPOINTS: dict[str, Endpoint] = {
                          (200, 404, 200, 200, 403, 401)),
     "deposits": Endpoint("GET", lambda a: (f"/v1/users/{_user(a)}/deposits", None),
                          (200, 404, 200, 200, 403, 401)),
+    "statement": Endpoint(
+        "GET", lambda a: (f"/v1/users/{_user(a)}/statement?asset=USDC", None),
+        (200, 404, 200, 200, 403, 401)),
     "deposit_timeline": Endpoint(
         "GET", lambda a: (f"/v1/deposits/devnet/{seed_deposit(a, _user(a))}", None),
         (200, 404, 200, 200, 403, 401)),

@@ -84,3 +84,25 @@ def test_metrics_cases_and_period_close(api: Api) -> None:
     earlier = api.call("POST", "/v1/admin/periods", "dave", idem="p",
                        json={"ends_at": "2019-01-01T00:00:00Z"})
     assert earlier.status_code == 409 and earlier.json()["code"] == "period_close_invalid"
+
+
+def test_statement_explains_the_balance(api: Api) -> None:
+    user = api.funded_user()
+    api.withdraw(user)  # reserves 30 + 2 (fee max)
+    first = api.call("GET", f"/v1/users/{user}/statement?asset=USDC&limit=2", "acme").json()
+    assert (first["asset"], first["scale"]) == ("USDC", 6)
+    assert first["next_cursor"] is not None
+    rest = api.call("GET", f"/v1/users/{user}/statement?asset=USDC&cursor={first['next_cursor']}",
+                    "sam").json()
+    lines = first["items"] + rest["items"]
+    assert [(ln["account"], ln["amount"]["minor"], ln["available"]["minor"],
+             ln["posted"]["minor"]) for ln in lines] == [
+        ("wallet", "150000000", "150000000", "150000000"),
+        ("wallet", "-32000000", "118000000", "118000000"),
+        ("withdrawals", "32000000", "118000000", "150000000"),
+    ]
+    assert lines[1]["kind"] == "withdrawal_reserve" and rest["next_cursor"] is None
+    b = api.call("GET", f"/v1/users/{user}/balances", "acme").json()["balances"][0]
+    assert (b["available"], b["posted"]) == (lines[-1]["available"], lines[-1]["posted"])
+    unknown = api.call("GET", f"/v1/users/{user}/statement?asset=NOPE", "acme")
+    assert unknown.status_code == 422 and unknown.json()["code"] == "asset_not_found"

@@ -399,3 +399,31 @@ class TestPeriods:
         with pytest.raises(sa.exc.DBAPIError, match="append-only"):
             with owner.begin() as conn:
                 conn.execute(sa.text("DELETE FROM ledger_periods"))
+
+
+class TestStatement:
+    def test_running_balances_explain_the_balance_and_pages_continue(self, book: Book) -> None:
+        book.deposit("u1", 100, "d1")
+        wallet, withdrawals = book.wallet("u1"), book.withdrawals("u1")
+        service.post_entry(book.engine, transfer("reserve", wallet, withdrawals, 30,
+                                                 kind="withdrawal_reserve"))
+        service.post_entry(book.engine, transfer("release", withdrawals, wallet, 30,
+                                                 kind="withdrawal_release", reason="canceled"))
+        book.deposit("u2", 7, "other user")  # not on u1's statement
+        with UnitOfWork(book.engine) as uow:
+            lines = service.statement(uow, "u1", "USDC")
+            first = service.statement(uow, "u1", "USDC", limit=2)
+            rest = service.statement(uow, "u1", "USDC", after_posting_id=first[-1].posting_id)
+            (final,) = service.user_balances(uow, "u1")
+        assert [(ln.kind, ln.account, ln.amount_minor, ln.available_minor, ln.posted_minor)
+                for ln in lines] == [
+            ("deposit", "wallet", 100, 100, 100),
+            ("withdrawal_reserve", "wallet", -30, 70, 70),
+            ("withdrawal_reserve", "withdrawals", 30, 70, 100),
+            ("withdrawal_release", "withdrawals", -30, 70, 70),
+            ("withdrawal_release", "wallet", 30, 100, 100),
+        ]
+        assert first + rest == lines
+        assert lines[-1].reason == "canceled"
+        assert (lines[-1].available_minor, lines[-1].posted_minor) == (
+            final.available_minor, final.posted_minor)
