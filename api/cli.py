@@ -190,25 +190,18 @@ def reverse(
     console.print(f"reversal transaction {posted.transaction_id}{note}")
 
 
-@app.command()
-@friendly
-def demo() -> None:
-    """Run the engine on its embedded defaults and show the ledger at work."""
-    from api.demo import run_demo
-
-    run_demo(console)
-
-
 # The domain command groups live beside their packages' concerns; mounted here, the one place
 # that composes the command line.
 from api.cli_api import api_cli  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
+from api.cli_service import service_cli  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
 
 app.add_typer(deposits_app)  # watch, timeline, deposits
 app.add_typer(withdrawal_app, name="withdrawal")  # show, approve, cancel, write-off
 app.add_typer(withdrawals_app, name="withdrawals")  # open, process
 app.add_typer(api_cli)  # keys create, api
+app.add_typer(service_cli)  # serve, worker, webhooks, demo
 
 
 def main() -> None:  # pragma: no cover - console entry point

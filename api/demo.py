@@ -1,170 +1,183 @@
-"""``custody demo``: the ledger at work on the embedded database.
+"""``custody demo``: the whole engine on a fresh machine.
 
-It opens accounts, credits two deposits, reserves and settles a withdrawal with a fee and a
-refund (the DESIGN.md example: reserve 32, send 30, fee 0.40, refund 1.60), books the gas in ETH,
-reverses a booking error, shows an idempotent replay, prints balances and runs ``verify``.
-Keys are fixed, so a second run replays every entry and moves nothing.
+It starts the embedded PostgreSQL (or uses ``CUSTODY_DATABASE_URL``'s server) with a fresh
+``custody_demo`` database, an anvil node, deploys the test token, writes a configuration
+(``var/demo/custody.toml``), then runs the API and the scheduler in this process (as
+``custody serve`` does) and, over HTTP: creates two users, deposits ETH to one and USDC to the
+other, reorgs the USDC deposit out before finality (it lands again), mines to finality so both
+are credited, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), and shows each
+user's balances, the reorged deposit's timeline and the signed webhooks a local receiver got.
+The API then stays up (URL, docs URL and a demo API key printed) until Ctrl-C, which stops
+everything the demo started. Each run starts from a fresh database and a fresh chain, so a
+second run works like the first.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-import migrations
-from config.database import database_url, get_engine
-from config.uow import UnitOfWork, run_in_transaction
-from ledger import chart, integrity, service
-from ledger.model import Account, Entry, Line, format_amount
-
-USDC = 10**6  # one USDC in minor units (scale 6)
-GWEI = 10**9
-#: The demo's value date: fixed, so that a second run sends the same requests and replays them.
-EFFECTIVE_AT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+DEMO_DATABASE = "custody_demo"
+CONFIRMATIONS = 6
 
 
-def _entry(
-    key: str, kind: str, lines: list[tuple[Account, int, dict[str, int]]], reason: str | None = None
-) -> Entry:
-    return Entry(
-        idempotency_key=f"demo:{key}",
-        kind=kind,
-        effective_at=EFFECTIVE_AT,
-        source="demo",
-        reason=reason,
-        lines=tuple(Line(a, amount, **refs) for a, amount, refs in lines),
-    )
+def _fresh_database() -> str:
+    """Drop and recreate the demo database on the configured (or embedded) server; migrate."""
+    import migrations
+    from config.database import database_url, owner_engine, with_database
+
+    server = database_url()
+    owner = owner_engine(server)
+    try:
+        with owner.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{DEMO_DATABASE}" WITH (FORCE)')
+            conn.exec_driver_sql(f'CREATE DATABASE "{DEMO_DATABASE}"')
+    finally:
+        owner.dispose()
+    url = with_database(server, DEMO_DATABASE)
+    migrations.upgrade(url)
+    return url
 
 
-def run_demo(console: Console) -> None:
-    """Run the demo and print what happened."""
-    with console.status("starting the embedded PostgreSQL and applying migrations"):
-        url = database_url()
-        migrations.upgrade(url)
-    engine = get_engine()
-    console.print(f"database: {engine.url.render_as_string(hide_password=True)}")
+def _port(preferred: int) -> int:
+    import socket
 
-    with UnitOfWork(engine) as uow:
-        usdc = service.open_asset(uow, "USDC", 6)
-        eth = service.open_asset(uow, "ETH", 18)
-        custody = service.open_account(uow, chart.custody("ethereum"), usdc)
-        treasury = service.open_account(uow, chart.treasury("ethereum"), usdc)
-        treasury_eth = service.open_account(uow, chart.treasury("ethereum"), eth)
-        equity_eth = service.open_account(uow, chart.equity_owner(), eth)
-        fees = service.open_account(uow, chart.revenue_withdrawal_fees(), usdc)
-        gas = service.open_account(uow, chart.expense_network_fees(), eth)
-        alice, alice_out = service.open_user_accounts(uow, "alice", usdc)
-        bob, _ = service.open_user_accounts(uow, "bob", usdc)
-        uow.commit()
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            from chains.anvil import free_port
 
-    def post(entry: Entry) -> int:
-        posted = service.post_entry(engine, entry)
-        state = "replayed" if posted.replayed else "posted"
-        console.print(
-            f"  {state:8} #{posted.transaction_id:<5} {entry.kind:18} {entry.idempotency_key}"
-        )
-        return posted.transaction_id
+            return free_port()
 
-    console.rule("deposits (DR custody / CR user wallet)")
-    post(_entry("deposit:alice", "deposit", [(custody, 150 * USDC, {}), (alice, -150 * USDC, {})]))
-    booked = post(
-        _entry("deposit:bob", "deposit", [(custody, 75 * USDC, {}), (bob, -75 * USDC, {})])
-    )
 
-    console.rule("a booking error, corrected by a reversal")
-    reversal = run_in_transaction(
-        engine,
-        lambda u: service.reverse(
-            u,
-            booked,
-            idempotency_key="demo:reverse:deposit:bob",
-            reason="credited twice by mistake",
-            source="demo",
-        ),
-    )
-    console.print(f"  reversal #{reversal.transaction_id} of #{booked}")
-    post(_entry("deposit:bob:fixed", "deposit", [(custody, 70 * USDC, {}), (bob, -70 * USDC, {})]))
+def run_demo(console: Console, *, port: int = 8000) -> None:
+    """Run the demo, then serve until Ctrl-C (or SIGTERM); stop everything it started."""
+    from api.e2e import start_devchain
 
-    console.rule("withdrawal: reserve 32, send 30, fee 0.40, refund 1.60")
-    reserve_id = post(
-        _entry(
-            "withdrawal:1:reserve",
-            "withdrawal_reserve",
-            [(alice, 32 * USDC, {}), (alice_out, -32 * USDC, {})],
-        )
-    )
-    with UnitOfWork(engine) as uow:
-        reserve_posting = service.get_transaction(uow, reserve_id).postings[1].id
-    _show_balances(console, engine, ["alice"], "while the withdrawal is in flight")
-    post(
-        _entry(
-            "withdrawal:1:settle",
-            "withdrawal_settle",
-            [
-                (alice_out, 32 * USDC, {"closes_posting_id": reserve_posting}),
-                (custody, -30 * USDC, {}),
-                (fees, -400_000, {}),
-                (alice, -1_600_000, {}),
-            ],
-        )
-    )
-    post(
-        _entry(
-            "withdrawal:1:fee-out", "fee_sweep", [(treasury, 400_000, {}), (custody, -400_000, {})]
-        )
-    )
-    post(
-        _entry(
-            "treasury:fund",
-            "treasury_funding",
-            [(treasury_eth, 10**17, {}), (equity_eth, -(10**17), {})],
-        )
-    )
-    post(
-        _entry(
-            "withdrawal:1:gas",
-            "network_fee",
-            [(gas, 52_000 * 3 * GWEI, {}), (treasury_eth, -52_000 * 3 * GWEI, {})],
-        )
-    )
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    started: list[Any] = []  # things to stop, in reverse order
+    try:
+        with console.status("starting PostgreSQL and creating the demo database"):
+            url = _fresh_database()
+        console.print(f"[green]✓[/] database {DEMO_DATABASE} migrated")
+        with console.status("starting anvil and deploying the test token"):
+            chain = start_devchain()
+            started.append(chain.stop)
+        console.print(f"[green]✓[/] anvil at {chain.node.url}; USDC token "
+                      f"{chain.token.address}; hot wallet {chain.hot}")
+        _run(console, url, chain, port, stop, started)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+    finally:
+        for undo in reversed(started):
+            try:
+                undo()
+            except Exception as exc:  # noqa: BLE001 - keep stopping the rest
+                console.print(f"[yellow]while stopping: {exc}[/]")
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
-    console.rule("idempotency: the same request again moves nothing")
-    post(_entry("deposit:alice", "deposit", [(custody, 150 * USDC, {}), (alice, -150 * USDC, {})]))
 
-    _show_balances(console, engine, ["alice", "bob"], "after settlement")
-    with UnitOfWork(engine) as uow:
-        rows = service.account_balances(uow, [custody, treasury, fees, treasury_eth, gas])
-    table = Table(title="company accounts")
-    for col in ("account", "asset", "balance"):
-        table.add_column(col, justify="right" if col == "balance" else "left")
-    for b in rows:
-        table.add_row(
-            b.account.code,
-            b.account.asset.code,
-            format_amount(b.balance_minor, b.account.asset.scale),
-        )
+def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Event,
+         started: list[Any]) -> None:
+    import tomllib
+
+    import httpx
+
+    from api.app import create_app
+    from api.auth import create_key
+    from api.e2e import HOT_KEY_ENV, Scenario, ServerThread, WebhookReceiver, open_company_book
+    from api.jobs import Intervals, Scheduler, build_jobs
+    from api.outbox import set_endpoint
+    from config.chains import parse_chains_config
+    from config.database import make_engine
+    from config.withdrawals import parse_withdrawals_config
+
+    text = chain.config_toml(confirmations=CONFIRMATIONS)
+    path = Path("var/demo/custody.toml")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    console.print(f"[green]✓[/] configuration written to {path} "
+                  f"(finality: {CONFIRMATIONS} confirmations)")
+    data = tomllib.loads(text)
+    chains = parse_chains_config(data)
+    wcfg = parse_withdrawals_config(data, chains)
+    os.environ[HOT_KEY_ENV] = chain.hot_key  # a throwaway dev key, read from the environment
+    engine = make_engine(url)
+    started.append(engine.dispose)
+    open_company_book(engine, chains)
+    key = create_key(engine, "demo", "client").key
+    receiver = WebhookReceiver().start()
+    started.append(receiver.stop)
+    receiver.secret = set_endpoint(engine, "demo", receiver.url).secret
+
+    scheduler = Scheduler(engine, build_jobs(engine, chains, wcfg,
+                                             intervals=Intervals.uniform(0.25)))
+    app = create_app(engine, chains, wcfg, lifespans=[scheduler.lifespan()])
+    server = ServerThread(app, port=_port(port))
+    started.append(server.stop)
+    console.print(f"[green]✓[/] API and scheduler running at {server.url} "
+                  f"({len(scheduler.jobs)} jobs)")
+
+    http = httpx.Client(base_url=server.url, timeout=30,
+                        headers={"Authorization": f"Bearer {key}"})
+    started.append(http.close)
+    with console.status("") as status:
+        def progress(line: str) -> None:
+            if line.startswith("waiting: "):
+                status.update(line[len("waiting: "):] + " ...")
+            else:
+                console.print(f"[green]✓[/] {line}", highlight=False)
+
+        story = Scenario(http, chain, CONFIRMATIONS, progress=progress, timeout_s=120,
+                         cancel=stop)
+        story.run()
+        status.update("waiting for the webhooks to be delivered ...")
+        receiver.wait_for(lambda r: "withdrawal.settled" in r.types(), timeout_s=15)
+
+    _report(console, story, receiver)
+    console.rule("the API keeps running")
+    console.print(f"API:          {server.url}", highlight=False)
+    console.print(f"docs:         {server.url}/docs", highlight=False)
+    console.print(f"demo API key: {key}", highlight=False, soft_wrap=True)
+    console.print(f"try:          curl -H 'Authorization: Bearer {key}' "
+                  f"{server.url}/v1/users/{story.users['bob']}/balances", highlight=False,
+                  soft_wrap=True)
+    console.print("Press Ctrl-C to stop the API, the scheduler, anvil and PostgreSQL.")
+    while not stop.wait(0.5):
+        pass
+    console.print("stopping ...")
+
+
+def _report(console: Console, story: Any, receiver: Any) -> None:
+    for name in ("alice", "bob"):
+        table = Table(title=f"{name} ({story.users[name]})")
+        for column in ("asset", "posted", "pending in", "pending out", "available"):
+            table.add_column(column, justify="left" if column == "asset" else "right")
+        for b in story.balances(name):
+            table.add_row(b["asset"], b["posted"]["decimal"], b["pending_incoming"]["decimal"],
+                          b["pending_outgoing"]["decimal"], b["available"]["decimal"])
+        console.print(table)
+    timeline = story.timeline("bob USDC")
+    table = Table(title=f"timeline of bob's USDC deposit {timeline['tx_hash'][:18]}...")
+    for column in ("event", "state", "block", "confirmations", "ledger tx"):
+        table.add_column(column)
+    for e in timeline["transfers"][0]["events"]:
+        table.add_row(e["event"], e["state"], str(e["block_number"] or ""),
+                      str(e["confirmations"] or ""), str(e["ledger_transaction_id"] or ""))
     console.print(table)
-
-    report = integrity.verify(engine)
-    if report.ok:
-        console.print(
-            f"[green]verify: ok[/] ({report.accounts} accounts; trial balance zero, "
-            "stored = replayed, custody = customer liabilities)"
-        )
-    else:
-        for d in report.discrepancies:
-            console.print(f"[red]verify: {d}[/]")
-    console.print(
-        "Run [bold]custody verify[/], [bold]custody balances alice[/] or "
-        "[bold]custody rebuild-balances[/] next (data stays in var/pg)."
-    )
-
-
-def _show_balances(console: Console, engine: object, users: list[str], title: str) -> None:
-    from api.render import balances_table
-
-    with UnitOfWork(engine) as uow:  # type: ignore[arg-type]
-        for user in users:
-            console.print(balances_table(f"{user}: {title}", service.user_balances(uow, user)))
+    accepted = receiver.accepted()
+    valid = all(r.signature_valid for r in receiver.requests)
+    console.print(f"webhooks received: {len(accepted)} events "
+                  f"({'all signatures valid' if valid else 'INVALID SIGNATURES'}): "
+                  + ", ".join(r.event_type for r in accepted.values()), highlight=False)

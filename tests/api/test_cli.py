@@ -42,6 +42,9 @@ def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         ["withdrawals", "open"],
         ["keys", "create"],
         ["api"],
+        ["serve"],
+        ["worker"],
+        ["webhooks", "replay"],
     ],
 )
 def test_help(database_url: str, command: list[str]) -> None:

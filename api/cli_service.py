@@ -1,0 +1,245 @@
+"""``custody serve``, ``custody worker``, ``custody webhooks ...`` and ``custody demo``.
+
+Mounted by ``api/cli.py``::
+
+    from api.cli_service import service_cli
+    app.add_typer(service_cli)
+
+(no name: the commands appear at the top level). ``serve`` runs the HTTP API and the scheduler
+in one process; ``worker`` runs the scheduler alone (``custody api`` runs the API alone). Both
+stop cleanly on SIGTERM or Ctrl-C: running job steps finish, then the process exits 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from config.errors import CustodyError
+
+if TYPE_CHECKING:
+    from config.chains import ChainsConfig
+    from config.withdrawals import WithdrawalsConfig
+
+service_cli = typer.Typer(help="Running the engine: server, worker, webhooks, demo.")
+webhooks_app = typer.Typer(help="Webhook endpoints, the delivery log and replays.",
+                           no_args_is_help=True)
+service_cli.add_typer(webhooks_app, name="webhooks")
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+ConfigOption = Annotated[str | None, typer.Option(help="Configuration file "
+                                                       "(default: $CUSTODY_CONFIG).")]
+IntervalOption = Annotated[float | None, typer.Option(
+    min=0.05, help="Run every job this often (seconds) instead of its own interval.")]
+OnlyOption = Annotated[list[str] | None, typer.Option(
+    "--job", help="Run only these jobs (name or prefix, e.g. webhooks, deposits.watch).")]
+
+
+def _friendly(fn: F) -> F:
+    """Expected errors: one line on stderr and exit code 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CustodyError as exc:
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def load_configs(path: str | None, *, required: bool) -> tuple[ChainsConfig | None,
+                                                               WithdrawalsConfig | None]:
+    """Both configurations from ``path`` or ``$CUSTODY_CONFIG``; (None, None) when there is
+    none and none is ``required``."""
+    import os
+
+    from config.chains import CONFIG_ENV, load_chains_config
+    from config.withdrawals import load_withdrawals_config
+
+    if path is None and not os.environ.get(CONFIG_ENV) and not required:
+        return None, None
+    chains = load_chains_config(path)
+    return chains, load_withdrawals_config(chains, path)
+
+
+def _scheduler(config: str | None, interval_s: float | None, only: list[str] | None, *,
+               required: bool) -> tuple[Any, ChainsConfig | None, WithdrawalsConfig | None]:
+    from api.jobs import Intervals, Scheduler, build_jobs
+    from config.database import get_engine
+
+    chains, wcfg = load_configs(config, required=required)
+    intervals = Intervals.uniform(interval_s) if interval_s else Intervals()
+    engine = get_engine()
+    return Scheduler(engine, build_jobs(engine, chains, wcfg, intervals=intervals,
+                                        only=only or ())), chains, wcfg
+
+
+@service_cli.command("serve")
+@_friendly
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    config: ConfigOption = None,
+    interval_s: IntervalOption = None,
+    job: OnlyOption = None,
+) -> None:
+    """Serve the HTTP API (uvicorn) and run the scheduler in the same process."""
+    from api.app import create_app
+
+    scheduler, chains, wcfg = _scheduler(config, interval_s, job, required=True)
+    assert chains is not None and wcfg is not None
+    app = create_app(scheduler.engine, chains, wcfg, lifespans=[scheduler.lifespan()])
+    run_uvicorn(app, host, port)
+
+
+def run_uvicorn(app: Any, host: str, port: int, *, log_level: str = "info") -> None:
+    """Serve ``app`` until SIGTERM or Ctrl-C, then return (exit code 0).
+
+    uvicorn shuts down gracefully on those signals (the lifespan stops the scheduler) and then
+    re-raises the signal to the handler that was installed before it ran; without one of ours
+    the process would die of that signal (exit -15) after an orderly shutdown.
+    """
+    import uvicorn
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws="none")
+
+
+@service_cli.command("worker")
+@_friendly
+def worker(
+    config: ConfigOption = None,
+    interval_s: IntervalOption = None,
+    job: OnlyOption = None,
+) -> None:
+    """Run the scheduler alone (no HTTP). Without a configuration only the jobs that need no
+    chain run (webhooks, reconciliation, checkpoints, cleanup)."""
+    scheduler, _, _ = _scheduler(config, interval_s, job, required=False)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    scheduler.start()
+    console.print(f"worker running {len(scheduler.jobs)} jobs: "
+                  + ", ".join(j.name for j in scheduler.jobs), highlight=False)
+    while not stop.wait(0.5):
+        pass
+    err_console.print("stopping: waiting for running job steps", highlight=False)
+    scheduler.stop()
+    s = scheduler.stats
+    console.print(f"stopped: runs {sum(s.runs.values())}, errors {sum(s.errors.values())}, "
+                  f"skipped {sum(s.skipped.values())} (held by another process)",
+                  highlight=False)
+
+
+# --- webhooks ---------------------------------------------------------------------------------
+
+
+@webhooks_app.command("endpoint")
+@_friendly
+def endpoint(
+    client: Annotated[str, typer.Argument(help="API client name.")],
+    url: Annotated[str, typer.Argument(help="Where to POST its events.")],
+    alerts: Annotated[bool, typer.Option(help="Also send alert.* events here.")] = False,
+) -> None:
+    """Set a client's webhook URL; prints the new signing secret once."""
+    from api.outbox import set_endpoint
+    from config.database import get_engine
+
+    made = set_endpoint(get_engine(), client, url, alerts=alerts)
+    err_console.print(f"webhooks of {client} go to {made.url}; signing secret (shown once):",
+                      highlight=False)
+    console.print(made.secret, highlight=False, markup=False, soft_wrap=True)
+
+
+@webhooks_app.command("replay")
+@_friendly
+def replay(
+    event: Annotated[list[str] | None, typer.Option(help="Event id (repeatable).")] = None,
+    client: Annotated[str | None, typer.Option(help="Every event of this client.")] = None,
+    since: Annotated[str | None, typer.Option(help="Events written at or after (ISO 8601).")]
+    = None,
+    until: Annotated[str | None, typer.Option(help="Events written before (ISO 8601).")] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Only deliveries that gave up.")]
+    = False,
+    deliver: Annotated[bool, typer.Option(help="Deliver now (else the worker does).")] = True,
+    by: Annotated[str, typer.Option(help="Who replays (logged).")] = "cli",
+) -> None:
+    """Send events again (same event id, same body): receivers dedupe by the id."""
+    from api.outbox import deliver_due
+    from api.outbox import replay as run_replay
+    from config.database import get_engine
+
+    engine = get_engine()
+    queued = run_replay(engine, event_ids=event or (), client_name=client,
+                        since=_parse_time(since), until=_parse_time(until), failed_only=failed,
+                        actor=by)
+    console.print(f"{queued} deliveries queued", highlight=False)
+    if not deliver or not queued:
+        return
+    delivered = retried = failed_n = 0
+    for _ in range(max(1, queued // 50 + 1)):  # bounded: each batch takes up to 50
+        report = deliver_due(engine)
+        delivered, retried = delivered + report.delivered, retried + report.retried
+        failed_n += report.failed
+        if report.attempted == 0:
+            break
+    console.print(f"{delivered} delivered, {retried} to retry, {failed_n} failed",
+                  highlight=False)
+
+
+@webhooks_app.command("log")
+@_friendly
+def delivery_log(
+    event: Annotated[str | None, typer.Option(help="Only this event id.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="Rows.")] = 50,
+) -> None:
+    """The newest delivery attempts and replays."""
+    from api.outbox import delivery_log as read_log
+    from config.database import get_engine
+
+    with get_engine().connect() as conn:
+        rows = read_log(conn, event_id=event, limit=limit)
+    table = Table(title="webhook deliveries (newest first)")
+    for column in ("at", "event", "type", "client", "attempt", "outcome", "status", "error"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r.at.isoformat(timespec="seconds"), r.event_id, r.event_type,
+                      r.client_name, str(r.attempt_no), r.outcome,
+                      "" if r.status_code is None else str(r.status_code), r.error or "")
+    console.print(table)
+
+
+@service_cli.command("demo")
+@_friendly
+def demo(
+    port: Annotated[int, typer.Option(min=1, max=65535,
+                                      help="API port (a free one if it is taken).")] = 8000,
+) -> None:
+    """The whole engine on a fresh machine: embedded PostgreSQL, anvil, deposits through a
+    reorg, a withdrawal, webhooks; then the API stays up until Ctrl-C."""
+    from api.demo import run_demo
+
+    run_demo(console, port=port)

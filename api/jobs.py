@@ -1,0 +1,293 @@
+"""The scheduler: every background job as a bounded step, run by APScheduler 3.11.
+
+- Jobs: a deposit watcher step per chain; a withdrawal processor step per chain with a hot
+  wallet (sign, send, track to finality, settle, the unknown-outcome ladder, nonce closing);
+  open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
+  ``alert.ledger_drift`` event when anything drifted); a balance checkpoint; webhook delivery;
+  cleanup of idempotency records, rate-limit windows and the run log.
+- Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
+  skips the run if another process holds it: two processes never run the same job at once.
+  The run is logged in ``job_runs`` before the lock is released.
+- APScheduler's in-memory job store is per process (never shared); ``max_instances=1`` and
+  ``coalesce`` keep one run per job per process. ``stop`` waits for running steps (each is
+  bounded), so SIGTERM ends a worker cleanly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+import sqlalchemy as sa
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from fastapi import FastAPI
+from sqlalchemy.engine import Engine
+
+from api import outbox
+from config.chains import ChainsConfig
+from config.errors import CustodyError
+from config.uow import UnitOfWork
+from config.withdrawals import WithdrawalsConfig
+
+log = logging.getLogger("custody.jobs")
+LOCK_NAMESPACE = 7351
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A bounded step run every ``interval_s`` seconds."""
+
+    name: str
+    interval_s: float
+    step: Callable[[datetime], object]
+
+
+@dataclass
+class Intervals:
+    """How often each kind of job runs (seconds); ``fast`` overrides all when given."""
+
+    watch_s: float | None = None  # default: the chain's poll interval
+    withdrawals_s: float = 2.0
+    deliver_s: float = 1.0
+    reconcile_s: float = 60.0
+    open_items_s: float = 300.0
+    checkpoint_s: float = 3600.0
+    cleanup_s: float = 600.0
+
+    @classmethod
+    def uniform(cls, seconds: float) -> Intervals:
+        """Every job every ``seconds`` (tests, the demo)."""
+        return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds)
+
+
+@dataclass
+class Stats:
+    """Counts of what this process's scheduler did."""
+
+    runs: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def bump(self, table: dict[str, int], job: str) -> None:
+        """Count one."""
+        with self._lock:
+            table[job] = table.get(job, 0) + 1
+
+
+def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
+               stats: Stats | None = None) -> bool:
+    """Run one step of ``job`` if no process runs it now; False when skipped."""
+    stats = stats or Stats()
+    with engine.connect() as conn:
+        # A session-level advisory lock on a connection of its own: held across the step's
+        # own transactions (and its node calls) without holding any row lock.
+        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:ns, hashtext(:job))"),
+                           {"ns": LOCK_NAMESPACE, "job": job.name}).scalar()
+        conn.commit()
+        if not got:
+            stats.bump(stats.skipped, job.name)
+            return False
+        started = datetime.now(UTC)
+        outcome, detail = "ok", None
+        try:
+            job.step(now or started)
+        except CustodyError as exc:
+            # Expected and usually transient (node down, watcher busy): the next run retries.
+            outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
+            log.warning("job %s: %s", job.name, detail)
+        except Exception as exc:
+            # A programmer error or a broken invariant: loud, logged with its traceback and
+            # recorded, so operations see it; the job keeps its schedule.
+            outcome, detail = "error", f"{type(exc).__name__}: {exc}"[:2000]
+            log.exception("job %s failed", job.name)
+        finally:
+            try:
+                conn.execute(sa.text(
+                    "INSERT INTO job_runs (job, worker, started_at, finished_at, outcome, "
+                    "detail) VALUES (:j, :w, :s, :f, :o, :d)"),
+                    {"j": job.name, "w": WORKER, "s": started, "f": datetime.now(UTC),
+                     "o": outcome, "d": detail})
+                conn.commit()
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:ns, hashtext(:job))"),
+                             {"ns": LOCK_NAMESPACE, "job": job.name})
+                conn.commit()
+        stats.bump(stats.runs if outcome == "ok" else stats.errors, job.name)
+        return True
+
+
+# --- the jobs --------------------------------------------------------------------------------
+
+
+def reconcile(engine: Engine, now: datetime) -> None:
+    """Verify the ledger; any drift becomes an ``alert.ledger_drift`` event (once per distinct
+    set of findings) and a log error."""
+    from ledger.integrity import verify
+
+    report = verify(engine)
+    if report.ok:
+        return
+    findings = sorted(str(d) for d in report.discrepancies)
+    log.error("ledger drift: %d findings: %s", len(findings), "; ".join(findings[:5]))
+    with UnitOfWork(engine) as uow:
+        outbox.raise_alert(uow.conn, "ledger_drift", "\n".join(findings), {
+            "findings": [{"kind": d.kind, "subject": d.subject, "expected": d.expected,
+                          "observed": d.observed} for d in report.discrepancies[:100]],
+            "count": len(findings), "detected_at": now.isoformat()})
+        uow.commit()
+
+
+def checkpoint(engine: Engine, now: datetime) -> None:
+    """Checkpoint every balance (verify and rebuild start from the newest verified one)."""
+    from ledger.integrity import create_checkpoint
+
+    cp = create_checkpoint(engine)
+    if not cp.verified:
+        log.error("checkpoint %s is not verified: stored balances drifted", cp.id)
+
+
+def cleanup(engine: Engine, now: datetime) -> None:
+    """Drop expired idempotency records, old rate-limit windows and run-log rows."""
+    from api import idempotency, ratelimit
+
+    with UnitOfWork(engine) as uow:
+        idempotency.cleanup(uow.conn)
+        ratelimit.cleanup(uow.conn)
+        uow.conn.execute(sa.text("DELETE FROM job_runs WHERE started_at < :t"),
+                         {"t": now - timedelta(days=1)})
+        uow.commit()
+
+
+def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
+    """Reserves open past the SLA: an ``alert.withdrawal_overdue`` event each (once)."""
+    from withdrawals.service import open_items as list_open
+
+    overdue = [i for i in list_open(engine, cfg, older_than=timedelta(seconds=cfg.open_item_sla_s),
+                                    now=now) if i.overdue]
+    if not overdue:
+        return
+    with UnitOfWork(engine) as uow:
+        for item in overdue:
+            row = item.row
+            outbox.raise_alert(uow.conn, "withdrawal_overdue", f"{row.withdrawal_id}", {
+                "withdrawal_id": str(row.withdrawal_id), "age_s": int(item.age_s),
+                "sla_s": cfg.open_item_sla_s})
+        uow.commit()
+
+
+def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsConfig | None, *,
+               intervals: Intervals | None = None, environ: dict[str, str] | None = None,
+               only: Sequence[str] = ()) -> list[Job]:
+    """Every job of this deployment (``only``: names or name prefixes to keep)."""
+    iv = intervals or Intervals()
+    jobs = [
+        Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
+        Job("ledger.reconcile", iv.reconcile_s, lambda now: reconcile(engine, now)),
+        Job("ledger.checkpoint", iv.checkpoint_s, lambda now: checkpoint(engine, now)),
+        Job("maintenance.cleanup", iv.cleanup_s, lambda now: cleanup(engine, now)),
+    ]
+    if chains is not None:
+        jobs += _chain_jobs(engine, chains, wcfg, iv, environ)
+    if wcfg is not None:
+        jobs.append(Job("withdrawals.open_items", iv.open_items_s,
+                        lambda now: open_items(engine, wcfg, now)))
+    if only:
+        jobs = [j for j in jobs if any(j.name == o or j.name.startswith(o + ".")
+                                       or j.name.startswith(o + ":") for o in only)]
+    return jobs
+
+
+def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | None,
+                iv: Intervals, environ: dict[str, str] | None) -> list[Job]:
+    from deposits.watcher import Watcher
+    from withdrawals import processor
+
+    jobs = []
+    for name, chain in chains.chains.items():
+        watcher = Watcher(engine, chains, name)
+        jobs.append(Job(f"deposits.watch:{name}", iv.watch_s or chain.poll_interval_s,
+                        partial(_watch, watcher)))
+        if wcfg is None or name not in wcfg.hot_wallets:
+            continue
+        try:
+            ctx = processor.build_context(chains, wcfg, name, environ=environ)
+        except CustodyError as exc:
+            log.warning("no withdrawal processing on %s: %s", name, exc.message)
+            continue
+        jobs.append(Job(f"withdrawals.process:{name}", iv.withdrawals_s,
+                        partial(_process, engine, wcfg, ctx)))
+    return jobs
+
+
+def _watch(watcher: Any, now: datetime) -> object:
+    return watcher.step(now=now)
+
+
+def _process(engine: Engine, wcfg: WithdrawalsConfig, ctx: Any, now: datetime) -> object:
+    from withdrawals import processor
+
+    return processor.step(engine, wcfg, ctx, now=now)
+
+
+# --- the scheduler ---------------------------------------------------------------------------
+
+
+class Scheduler:
+    """APScheduler 3.11 running ``jobs`` under their advisory locks."""
+
+    def __init__(self, engine: Engine, jobs: Sequence[Job], *, max_workers: int = 8) -> None:
+        self.engine = engine
+        self.jobs = list(jobs)
+        self.stats = Stats()
+        # A job store of its own (memory): APScheduler stores must never be shared.
+        self._scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=max_workers)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30},
+            timezone=UTC)
+        # "skipped: maximum number of running instances reached" is the intended effect of
+        # max_instances=1 for a step that outlasts its interval, not news: keep it out of logs.
+        logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
+        for job in self.jobs:
+            self._scheduler.add_job(self._run, "interval", args=[job], id=job.name,
+                                    name=job.name, seconds=job.interval_s,
+                                    next_run_time=datetime.now(UTC))
+
+    def _run(self, job: Job) -> None:
+        run_locked(self.engine, job, stats=self.stats)
+
+    def start(self) -> None:
+        """Start running jobs in background threads."""
+        self._scheduler.start()
+        log.info("scheduler started: %s", ", ".join(j.name for j in self.jobs))
+
+    def stop(self) -> None:
+        """Stop scheduling and wait for the steps that are running (each is bounded)."""
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=True)
+            log.info("scheduler stopped")
+
+    def lifespan(self) -> Callable[[FastAPI], Any]:
+        """An entry for ``create_app(lifespans=...)``: start with the app, stop with it."""
+
+        @asynccontextmanager
+        async def hook(app: FastAPI) -> AsyncIterator[None]:
+            import asyncio
+
+            self.start()
+            try:
+                yield
+            finally:
+                await asyncio.to_thread(self.stop)
+
+        return hook

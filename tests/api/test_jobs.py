@@ -1,0 +1,152 @@
+"""The scheduler: advisory-locked jobs, two real worker processes never run the same job at
+once, SIGTERM stops ``worker`` and ``serve`` cleanly (exit 0)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from api.jobs import LOCK_NAMESPACE, Job, Stats, build_jobs, run_locked
+from chains.anvil import free_port
+from tests.withdrawals.conftest import config_toml
+
+RUN = "from api.cli_service import service_cli; service_cli(prog_name='custody')"
+
+
+def spawn(database_url: str, *args: str, config: Path | None = None) -> subprocess.Popen[str]:
+    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": "200"}
+    env.pop("CUSTODY_CONFIG", None)
+    if config is not None:
+        env["CUSTODY_CONFIG"] = str(config)
+    return subprocess.Popen([sys.executable, "-c", RUN, *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_job_held_elsewhere_is_skipped(engine: Engine) -> None:
+    ran: list[str] = []
+    job = Job("test.job", 1.0, lambda now: ran.append("x"))
+    stats = Stats()
+    with engine.connect() as other:
+        other.execute(sa.text("SELECT pg_advisory_lock(:ns, hashtext('test.job'))"),
+                      {"ns": LOCK_NAMESPACE})
+        assert run_locked(engine, job, stats=stats) is False
+        other.execute(sa.text("SELECT pg_advisory_unlock(:ns, hashtext('test.job'))"),
+                      {"ns": LOCK_NAMESPACE})
+        other.commit()
+    assert run_locked(engine, job, stats=stats) is True
+    assert ran == ["x"] and stats.skipped == {"test.job": 1} and stats.runs == {"test.job": 1}
+
+
+def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:
+    def boom(now: object) -> None:
+        raise RuntimeError("broken invariant")
+
+    job = Job("test.boom", 1.0, boom)
+    assert run_locked(engine, job) and run_locked(engine, job)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT outcome, detail FROM job_runs")).all()
+    assert [r.outcome for r in rows] == ["error", "error"]
+    assert "broken invariant" in rows[0].detail
+
+
+def test_build_jobs_without_chains_and_with_a_filter(engine: Engine) -> None:
+    names = [j.name for j in build_jobs(engine, None, None)]
+    assert names == ["webhooks.deliver", "ledger.reconcile", "ledger.checkpoint",
+                     "maintenance.cleanup"]
+    assert [j.name for j in build_jobs(engine, None, None, only=["ledger"])] == [
+        "ledger.reconcile", "ledger.checkpoint"]
+
+
+def test_reconciliation_drift_is_one_alert_delivered_to_alert_endpoints(
+        engine: Engine, owner: Engine) -> None:
+    from api.e2e import WebhookReceiver
+    from api.jobs import reconcile
+    from api.outbox import deliver_due, set_endpoint
+    from tests.api.conftest import serve
+
+    receiver = WebhookReceiver().start()
+    try:
+        with serve(engine) as api:
+            api.funded_user()
+            receiver.secret = set_endpoint(engine, "sam", receiver.url, alerts=True).secret
+            set_endpoint(engine, "globex", "http://127.0.0.1:9/x")  # no alerts wanted
+            job = Job("ledger.reconcile", 60, lambda now: reconcile(engine, now))
+            assert run_locked(engine, job)
+            with owner.begin() as conn:
+                conn.execute(sa.text(
+                    "UPDATE account_balances SET balance = balance - 1 WHERE balance < 0"))
+            assert run_locked(engine, job) and run_locked(engine, job)
+            assert deliver_due(engine).delivered == 1
+        [alert] = receiver.requests
+        assert alert.event_type == "alert.ledger_drift" and alert.signature_valid
+        assert alert.document["data"]["findings"][0]["kind"] == "balance_drift"
+    finally:
+        receiver.stop()
+
+
+@pytest.mark.slow
+def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: Engine) -> None:
+    workers = [spawn(database_url, "worker", "--interval-s", "0.05") for _ in range(2)]
+    time.sleep(6)
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    outputs = [w.communicate(timeout=30) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    assert all("stopped: runs" in out for out, _ in outputs), outputs
+    skipped = sum(int(out.split("skipped ")[1].split()[0]) for out, _ in outputs)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT job, worker, started_at, finished_at, outcome FROM job_runs "
+            "ORDER BY job, started_at")).all()
+    assert {r.worker for r in rows} and len({r.worker for r in rows}) == 2
+    assert all(r.outcome == "ok" for r in rows), [r for r in rows if r.outcome != "ok"]
+    by_job: dict[str, list[sa.Row[Any]]] = defaultdict(list)
+    for r in rows:
+        by_job[r.job].append(r)
+    assert set(by_job) == {"webhooks.deliver", "ledger.reconcile", "ledger.checkpoint",
+                           "maintenance.cleanup"}
+    for job, runs in by_job.items():
+        for a, b in zip(runs, runs[1:], strict=False):
+            assert b.started_at >= a.finished_at, f"{job}: {a} overlaps {b}"
+    # Both processes wanted the same jobs at the same moments: the lock turned some away.
+    assert skipped > 0
+
+
+@pytest.mark.slow
+def test_serve_answers_http_runs_jobs_and_exits_0_on_sigterm(database_url: str, engine: Engine,
+                                                             tmp_path: Path) -> None:
+    config = tmp_path / "custody.toml"
+    config.write_text(config_toml())
+    port = free_port()
+    proc = spawn(database_url, "serve", "--port", str(port), "--interval-s", "0.2",
+                 "--job", "webhooks", "--job", "ledger.reconcile", config=config)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+                time.sleep(0.1)
+        assert r.status_code == 200
+        time.sleep(1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "scheduler" not in err or "Traceback" not in err
+    with engine.connect() as conn:
+        jobs = set(conn.execute(sa.text("SELECT DISTINCT job FROM job_runs")).scalars())
+    assert jobs == {"webhooks.deliver", "ledger.reconcile"}
