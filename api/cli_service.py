@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import wraps
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from config.errors import CustodyError
+from api.console import console, err_console, friendly
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
@@ -33,9 +30,6 @@ service_cli = typer.Typer(help="Running the engine: server, worker, webhooks, de
 webhooks_app = typer.Typer(help="Webhook endpoints, the delivery log and replays.",
                            no_args_is_help=True)
 service_cli.add_typer(webhooks_app, name="webhooks")
-console = Console()
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
 
 ConfigOption = Annotated[str | None, typer.Option(help="Configuration file "
                                                        "(default: $CUSTODY_CONFIG).")]
@@ -45,18 +39,6 @@ OnlyOption = Annotated[list[str] | None, typer.Option(
     "--job", help="Run only these jobs (name or prefix, e.g. webhooks, deposits.watch).")]
 
 
-def _friendly(fn: F) -> F:
-    """Expected errors: one line on stderr and exit code 2."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except CustodyError as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _parse_time(value: str | None) -> datetime | None:
@@ -97,7 +79,7 @@ def _scheduler(config: str | None, interval_s: float | None, only: list[str] | N
 
 
 @service_cli.command("serve")
-@_friendly
+@friendly
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
@@ -129,7 +111,7 @@ def run_uvicorn(app: Any, host: str, port: int, *, log_level: str = "info") -> N
 
 
 @service_cli.command("worker")
-@_friendly
+@friendly
 def worker(
     config: ConfigOption = None,
     interval_s: IntervalOption = None,
@@ -158,7 +140,7 @@ def worker(
 
 
 @webhooks_app.command("endpoint")
-@_friendly
+@friendly
 def endpoint(
     client: Annotated[str, typer.Argument(help="API client name.")],
     url: Annotated[str, typer.Argument(help="Where to POST its events.")],
@@ -175,7 +157,7 @@ def endpoint(
 
 
 @webhooks_app.command("replay")
-@_friendly
+@friendly
 def replay(
     event: Annotated[list[str] | None, typer.Option(help="Event id (repeatable).")] = None,
     client: Annotated[str | None, typer.Option(help="Every event of this client.")] = None,
@@ -211,7 +193,7 @@ def replay(
 
 
 @webhooks_app.command("log")
-@_friendly
+@friendly
 def delivery_log(
     event: Annotated[str | None, typer.Option(help="Only this event id.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Rows.")] = 50,
@@ -233,7 +215,7 @@ def delivery_log(
 
 
 @service_cli.command("demo")
-@_friendly
+@friendly
 def demo(
     port: Annotated[int, typer.Option(min=1, max=65535,
                                       help="API port (a free one if it is taken).")] = 8000,
