@@ -120,6 +120,10 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
                      "o": outcome, "d": detail})
                 conn.commit()
             finally:
+                # A failed insert above leaves the transaction aborted: roll it back, or the
+                # unlock fails too and the pooled session keeps the lock, starving every other
+                # process of this job.
+                conn.rollback()
                 conn.execute(sa.text("SELECT pg_advisory_unlock(:ns, hashtext(:job))"),
                              {"ns": LOCK_NAMESPACE, "job": job.name})
                 conn.commit()
