@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -231,14 +231,6 @@ def parse_amount(text: str, scale: int) -> int:
     if scaled != scaled.to_integral_value():
         raise AmountInvalid(f"{text} has more than {scale} decimals")
     return check_amount(int(scaled))
-
-
-def net_by_account(lines: Sequence[Line]) -> dict[int, int]:
-    """Sum of the lines' amounts per account id."""
-    totals: dict[int, int] = defaultdict(int)
-    for line in lines:
-        totals[line.account.id] += line.amount_minor
-    return dict(totals)
 
 
 def amount_json(amount_minor: int, scale: int) -> dict[str, str]:

@@ -82,11 +82,6 @@ def insert_asset(conn: Connection, code: str, scale: int) -> None:
     )
 
 
-def list_assets(conn: Connection) -> list[Asset]:
-    """Every asset, by code."""
-    return [_asset(r) for r in conn.execute(sa.select(t.assets).order_by(t.assets.c.code))]
-
-
 _ACCOUNT_COLUMNS = (
     "a.id, a.code, a.type, a.debits_must_not_exceed_credits, a.credits_must_not_exceed_debits, "
     "s.id AS asset_id, s.code AS asset_code, s.scale"
@@ -256,18 +251,6 @@ def get_transaction_id_by_key(conn: Connection, key: str) -> int | None:
     ).scalar()
 
 
-def reversed_so_far(conn: Connection, posting_ids: Sequence[int]) -> dict[int, int]:
-    """Per original posting id, the sum of the postings that reverse it."""
-    rows = conn.execute(
-        sa.text(
-            "SELECT reverses_posting_id AS pid, sum(amount) AS total FROM ledger_postings "
-            "WHERE reverses_posting_id = ANY(:ids) GROUP BY reverses_posting_id"
-        ),
-        {"ids": list(posting_ids)},
-    )
-    return {r.pid: to_int(r.total) for r in rows}
-
-
 # --- balances -------------------------------------------------------------------------------
 
 
@@ -343,12 +326,6 @@ def latest_period(conn: Connection) -> PeriodRecord | None:
     return (
         PeriodRecord(row.id, row.ends_at, row.closed_at, row.closed_by, row.reason) if row else None
     )
-
-
-def list_periods(conn: Connection) -> list[PeriodRecord]:
-    """Every closed period, oldest first."""
-    rows = conn.execute(sa.select(t.ledger_periods).order_by(t.ledger_periods.c.ends_at))
-    return [PeriodRecord(r.id, r.ends_at, r.closed_at, r.closed_by, r.reason) for r in rows]
 
 
 # --- integrity: checkpoints, replay, rebuild ------------------------------------------------------

@@ -441,11 +441,6 @@ def close_period(
         raise
 
 
-def list_periods(uow: UnitOfWork) -> list[repo.PeriodRecord]:
-    """Closed periods, oldest first."""
-    return repo.list_periods(uow.conn)
-
-
 # --- statements -----------------------------------------------------------------------------
 
 
