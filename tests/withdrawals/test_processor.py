@@ -277,9 +277,9 @@ class TestGasUnits:
 
 
 def written_off_as_not_sent(engine: Engine, devnet: Devnet, proxy: FaultProxy,
-                            cfg: WithdrawalsConfig) -> int:
-    """A withdrawal whose only send never reached the node, written off by two admins:
-    its nonce (0) was handed out and never consumed."""
+                            cfg: WithdrawalsConfig, decision: str = "not_sent") -> int:
+    """A withdrawal whose only send never reached the node, written off by two admins (as
+    ``decision``): its nonce (0) was handed out and never consumed."""
     ctx = devnet.context(proxy.url, cfg)
     w = service.request_withdrawal(engine, cfg, SetOwnAddresses(), req(key="lost"),
                                    now=devnet.clock).withdrawal
@@ -289,7 +289,7 @@ def written_off_as_not_sent(engine: Engine, devnet: Devnet, proxy: FaultProxy,
     assert state(engine, w.id) is State.AWAITING_WRITE_OFF
     proxy.fault = None
     for admin in (CAROL, DAVE):
-        service.vote_write_off(engine, w.id, admin, "not_sent", reason="never reached a node",
+        service.vote_write_off(engine, w.id, admin, decision, reason="never reached a node",
                                now=devnet.clock)
     assert state(engine, w.id) is State.WRITTEN_OFF
     assert service.get_withdrawal(engine, w.id).nonce == 0
@@ -331,6 +331,36 @@ class TestNonceGap:
         assert balance(funded, "user:u1:wallet") == 150_000_000 - 32_000_000 + 1_600_000
         # Later steps leave it alone.
         assert devnet.step(funded, cfg=cfg).cancels_signed == 0
+        assert verify(funded).ok
+
+
+    def test_write_off_as_sent_sends_the_payout_once_at_its_own_nonce(
+            self, funded: Engine, devnet: Devnet) -> None:
+        # Two admins decided the payout left: the ledger books it as settled, so the chain
+        # must agree. The nonce is still free, so the payout itself is signed again with the
+        # same nonce (never a new one: at most one of them can ever be mined).
+        cfg = dataclasses.replace(devnet.cfg, attempts_max=1, escalate_after_s=60)
+        with FaultProxy(devnet.node.url) as proxy:
+            lost = written_off_as_not_sent(funded, devnet, proxy, cfg, decision="sent")
+            ledger_after_decision = balance(funded, "user:u1:wallet")
+            ctx = devnet.context(proxy.url, cfg)
+            assert devnet.step(funded, ctx, cfg).cancels_signed == 1
+            devnet.node.mine(3)
+            devnet.step(funded, ctx, cfg)
+            assert devnet.step(funded, ctx, cfg).cancels_signed == 0
+        tl = service.timeline(funded, lost)
+        assert tl.withdrawal.state is State.WRITTEN_OFF and tl.withdrawal.nonce_closed_at
+        resent = tl.attempts[-1]
+        assert (resent.purpose, resent.nonce) == ("payout", 0)
+        transfers = devnet.transfers_to(DEST)
+        assert len(transfers) == 1 and int(str(transfers[0]["data"]), 16) == 30_000_000
+        assert devnet.node.rpc.get_transaction_count(devnet.hot) == 1
+        # The decision moved the money once; closing the nonce moved only the gas.
+        assert balance(funded, "user:u1:wallet") == ledger_after_decision
+        receipt = devnet.node.rpc.get_receipt(resent.tx_hash)
+        assert receipt is not None
+        gas = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
+        assert balance(funded, "expense:network_fees", "ETH") == gas
         assert verify(funded).ok
 
 
