@@ -1,0 +1,25 @@
+"""Ledger: the fast single write path (set in the 0006 SQL file)
+
+Revision ID: 0006_ledger_fast_path
+Revises: 0005_service
+Create Date: 2026-11-30
+"""
+
+from alembic import op
+
+from migrations import run_sql_file
+
+revision = "0006_ledger_fast_path"
+down_revision = "0005_service"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Run the revision's SQL file (functions, triggers and grants)."""
+    run_sql_file(op.get_bind(), "0006_ledger_fast_path.sql")
+
+
+def downgrade() -> None:
+    """Forward-only, as every revision of this schema."""
+    raise NotImplementedError("migrations are forward-only")

@@ -1,0 +1,25 @@
+"""API: cheaper authentication and reads for the hot HTTP paths (set in the 0008 SQL file)
+
+Revision ID: 0008_api_fast_path
+Revises: 0007_withdrawal_fast_path
+Create Date: 2026-11-30
+"""
+
+from alembic import op
+
+from migrations import run_sql_file
+
+revision = "0008_api_fast_path"
+down_revision = "0007_withdrawal_fast_path"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Run the revision's SQL file (functions, triggers and grants)."""
+    run_sql_file(op.get_bind(), "0008_api_fast_path.sql")
+
+
+def downgrade() -> None:
+    """Forward-only, as every revision of this schema."""
+    raise NotImplementedError("migrations are forward-only")
