@@ -9,9 +9,14 @@ Design in brief (DESIGN.md section 4):
   balance rows in account-id order, judges every item (idempotent replay, conflict, insufficient
   funds, period rules, reversal limits), and writes transactions, postings and the balance
   projection in the same database transaction.
-- The database enforces the rules again: balanced per asset at commit, append-only tables, the
-  asset of a posting equals its account's, non-zero amounts, flags as CHECKs on the projection,
-  and an application role with only SELECT and INSERT on the ledger tables.
+- The database enforces the rules again, for every writer: ``ledger_post_batch`` runs as the
+  NOLOGIN role ``custody_ledger_writer`` and checks them itself in set-based statements (balance
+  per asset, the posting's asset equals its account's, periods, funds, reversal limits); any
+  other writer (raw SQL by the application role or the owner) meets triggers that check the
+  same (balanced per asset at commit, the account and asset of each posting, periods, reversal
+  limits). For everyone: append-only tables, non-zero 128-bit amounts, flags as CHECKs on the
+  projection, unique idempotency keys, and an application role with only SELECT and INSERT on
+  the ledger tables. See ``migrations/sql/0006_ledger_fast_path.sql``.
 - ``account_balances`` is a cache of the postings: ``integrity`` rebuilds it (from the newest
   verified checkpoint forward) and verifies it, along with the trial balance and the custody
   invariant.

@@ -6,6 +6,8 @@ the point is that the trigger holds even for the table owner, as the owner (``ow
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -504,3 +506,125 @@ class TestStatementLevelGuards:
                     sa.text("UPDATE account_balances SET asset_id = :e WHERE account_id = :a"),
                     {"a": wallet.id, "e": book.eth.id},
                 )
+
+
+def raw_post(conn: Connection, items: list[dict[str, object]]) -> list[tuple[int, str, int]]:
+    """Call ledger_post_batch directly, as a raw caller (no Python validation) would."""
+    rows = conn.execute(
+        sa.text("SELECT item, status, transaction_id FROM ledger_post_batch(CAST(:p AS jsonb))"),
+        {"p": json.dumps(items)},
+    ).all()
+    return [(r.item, r.status, r.transaction_id) for r in rows]
+
+
+def raw_item(key: str, lines: list[tuple[int, int, int]]) -> dict[str, object]:
+    """One item of ledger_post_batch's input: lines are (account id, asset id, amount)."""
+    return {
+        "key": key, "fp": "1" * 64, "kind": "raw", "ref": None,
+        "eff": "2026-11-01T00:00:00+00:00", "reason": None, "source": "raw-sql", "rev": None,
+        "oop": False, "meta": {},
+        "lines": [{"a": a, "s": s, "m": str(m), "c": None, "r": None} for a, s, m in lines],
+    }
+
+
+class TestWriterRole:
+    """ledger_post_batch runs as custody_ledger_writer, which the guard triggers skip (0006): it
+    must enforce their rules itself, and nobody else may act as that role."""
+
+    def test_function_runs_as_the_writer_with_a_pinned_search_path(self, owner: Engine) -> None:
+        with owner.connect() as conn:
+            row = conn.execute(sa.text(
+                "SELECT pg_get_userbyid(proowner), prosecdef, proconfig FROM pg_proc "
+                "WHERE proname = 'ledger_post_batch'")).one()
+        assert row[0] == "custody_ledger_writer"
+        assert row[1] is True
+        assert "search_path=pg_catalog, public, pg_temp" in row[2]
+
+    def test_app_role_cannot_act_as_the_writer(self, owner: Engine) -> None:
+        # Membership is what SET ROLE and inherited rights need (for a login that is the app
+        # role; the embedded server's superuser login can become any role, as it can drop any
+        # trigger). Also no login may be created with the writer's name.
+        with owner.connect() as conn:
+            row = conn.execute(sa.text(
+                "SELECT pg_has_role('custody_app', 'custody_ledger_writer', 'MEMBER'), "
+                "pg_has_role('custody_app', 'custody_ledger_writer', 'SET'), "
+                "(SELECT rolcanlogin FROM pg_roles WHERE rolname = 'custody_ledger_writer')"
+            )).one()
+        assert tuple(row) == (False, False, False)
+
+    def test_app_role_cannot_create_objects_the_function_could_resolve(self, book: Book) -> None:
+        # The function's search path includes public: an overload planted there by the app
+        # role could run with the writer's rights.
+        with pytest.raises(sa.exc.DBAPIError) as excinfo:
+            with book.engine.begin() as conn:
+                conn.execute(sa.text(
+                    "CREATE FUNCTION public.width_bucket(bigint, bigint[]) RETURNS int "
+                    "LANGUAGE sql AS 'SELECT 1'"))
+        assert sqlstate_of(excinfo) == "42501"
+
+    def test_writer_posts_with_the_guards_skipped_and_nothing_missing(self, book: Book) -> None:
+        with book.engine.begin() as conn:
+            [(_, status, txn)] = raw_post(conn, [raw_item("w1", [
+                (book.custody.id, book.usdc.id, 40), (book.equity.id, book.usdc.id, -40)])])
+        assert status == "posted"
+        with book.engine.connect() as conn:
+            row = conn.execute(sa.text(
+                "SELECT recorded_at > now() - interval '1 minute', "
+                "(SELECT sum(amount) FROM ledger_postings WHERE transaction_id = :t), "
+                "(SELECT balance FROM account_balances WHERE account_id = :a) "
+                "FROM ledger_transactions WHERE id = :t"), {"t": txn, "a": book.custody.id}).one()
+        assert tuple(row) == (True, 0, 40)
+
+    @pytest.mark.parametrize(
+        "lines, sqlstate, message",
+        [
+            ([(0, 0, 40), (1, 0, -39)], "23514", "does not balance per asset"),
+            # Balanced in total, not per asset.
+            ([(0, 0, 40), (2, 1, -40)], "23514", "does not balance per asset"),
+            ([], "23514", "has no lines"),
+            # USDC custody posted as ETH, balanced in ETH.
+            ([(0, 1, 40), (2, 1, -40)], "23503", "is not in asset"),
+            ([(0, 0, 40), (-1, 0, -40)], "23503", "has no balance row"),
+        ],
+    )
+    def test_function_refuses_what_the_skipped_triggers_refused(
+        self, book: Book, lines: list[tuple[int, int, int]], sqlstate: str, message: str
+    ) -> None:
+        accounts = {0: book.custody.id, 1: book.equity.id, 2: book.custody_eth.id,
+                    -1: 987_654_321}
+        assets = {0: book.usdc.id, 1: book.eth.id}
+        real = [(accounts[a], assets[s], m) for a, s, m in lines]
+        with pytest.raises(sa.exc.DBAPIError, match=message) as excinfo:
+            with book.engine.begin() as conn:
+                # A good item first: the whole call fails, so it is not written either.
+                raw_post(conn, [
+                    raw_item("good", [(book.custody.id, book.usdc.id, 5),
+                                      (book.equity.id, book.usdc.id, -5)]),
+                    raw_item("bad", real),
+                ])
+        assert sqlstate_of(excinfo) == sqlstate
+        assert count(book.engine, "ledger_transactions") == 0
+        assert count(book.engine, "ledger_postings") == 0
+
+    def test_raw_posting_added_to_a_writer_transaction_is_checked_at_commit(
+        self, book: Book
+    ) -> None:
+        conn = book.engine.connect()
+        conn.begin()
+        [(_, status, txn)] = raw_post(conn, [raw_item("mixed", [
+            (book.custody.id, book.usdc.id, 40), (book.equity.id, book.usdc.id, -40)])])
+        assert status == "posted"
+        # Same database transaction, so the "written with it" rule lets it in; only the
+        # balance check at commit can refuse it.
+        add_posting(conn, txn, 3, book.custody.id, book.usdc.id, 7)
+        with pytest.raises(sa.exc.DBAPIError, match="does not balance") as excinfo:
+            conn.commit()
+        assert sqlstate_of(excinfo) == "23514"
+        conn.close()
+        assert count(book.engine, "ledger_transactions") == 0
+
+    def test_raw_posting_naming_no_transaction_refused(self, book: Book) -> None:
+        with pytest.raises(sa.exc.DBAPIError, match="does not exist") as excinfo:
+            with book.engine.begin() as conn:
+                add_posting(conn, 987_654_321, 1, book.custody.id, book.usdc.id, 5)
+        assert sqlstate_of(excinfo) == "23503"
