@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -148,7 +148,8 @@ def validate_entry(entry: Entry) -> None:
         detail = ", ".join(f"{codes[a]} off by {t}" for a, t in sorted(unbalanced.items()))
         raise EntryInvalid(f"entry {entry.idempotency_key} does not balance per asset: {detail}")
     try:
-        json.dumps(dict(entry.metadata))
+        if entry.metadata:
+            json.dumps(dict(entry.metadata))
     except (TypeError, ValueError) as exc:
         raise EntryInvalid(f"metadata must be JSON: {exc}") from exc
 
@@ -177,30 +178,51 @@ def fingerprint(entry: Entry) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def to_payload(entry: Entry) -> dict[str, Any]:
-    """The JSON item ``ledger_post_batch`` takes (amounts as decimal strings)."""
-    return {
-        "key": entry.idempotency_key,
-        "fp": fingerprint(entry),
-        "kind": entry.kind,
-        "ref": entry.reference,
-        "eff": _iso(entry.effective_at),
-        "reason": entry.reason,
-        "source": entry.source,
-        "rev": entry.reverses_transaction_id,
-        "oop": entry.out_of_period,
-        "meta": dict(entry.metadata),
-        "lines": [
-            {
-                "a": ln.account.id,
-                "s": ln.account.asset.id,
-                "m": str(ln.amount_minor),
-                "c": ln.closes_posting_id,
-                "r": ln.reverses_posting_id,
-            }
-            for ln in entry.lines
-        ],
-    }
+#: Parameter arrays of ``ledger_post_arrays``: one element per entry, then one per line.
+PostArrays = tuple[list[Any], ...]
+
+
+def to_arrays(entries: Sequence[Entry]) -> PostArrays:
+    """What ``ledger_post_arrays`` takes: 11 arrays with one element per entry (key,
+    fingerprint, kind, reference, effective time, reason, source, reversed transaction,
+    out-of-period flag, metadata as JSON text, number of lines), then 5 with one per line, entry
+    by entry (account id, asset id, amount as a decimal string, closed and reversed posting)."""
+    keys: list[Any] = []
+    fps: list[Any] = []
+    kinds: list[Any] = []
+    refs: list[Any] = []
+    effs: list[Any] = []
+    reasons: list[Any] = []
+    sources: list[Any] = []
+    revs: list[Any] = []
+    oops: list[Any] = []
+    metas: list[Any] = []
+    counts: list[Any] = []
+    accounts: list[Any] = []
+    assets: list[Any] = []
+    amounts: list[Any] = []
+    closes: list[Any] = []
+    reverses: list[Any] = []
+    for entry in entries:
+        keys.append(entry.idempotency_key)
+        fps.append(fingerprint(entry))
+        kinds.append(entry.kind)
+        refs.append(entry.reference)
+        effs.append(entry.effective_at)
+        reasons.append(entry.reason)
+        sources.append(entry.source)
+        revs.append(entry.reverses_transaction_id)
+        oops.append(entry.out_of_period)
+        metas.append(json.dumps(dict(entry.metadata)) if entry.metadata else "{}")
+        counts.append(len(entry.lines))
+        for line in entry.lines:
+            accounts.append(line.account.id)
+            assets.append(line.account.asset.id)
+            amounts.append(str(line.amount_minor))
+            closes.append(line.closes_posting_id)
+            reverses.append(line.reverses_posting_id)
+    return (keys, fps, kinds, refs, effs, reasons, sources, revs, oops, metas, counts,
+            accounts, assets, amounts, closes, reverses)
 
 
 def format_amount(amount_minor: int, scale: int) -> str:

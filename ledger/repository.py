@@ -6,7 +6,6 @@ the boundary, so nothing above this module sees a Decimal.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +17,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
 from ledger import tables as t
-from ledger.model import Account, AccountType, Asset
+from ledger.model import Account, AccountType, Asset, PostArrays
 
 
 def to_int(value: Decimal | int | None) -> int:
@@ -152,29 +151,26 @@ def insert_account(
 # --- posting --------------------------------------------------------------------------------
 
 
-_POST_BATCH_SQL = "SELECT item, status, transaction_id FROM ledger_post_batch(CAST(%s AS jsonb))"
-
-
-def _post_batch_json(payloads: Sequence[dict[str, Any]]) -> str:
-    return json.dumps(list(payloads), separators=(",", ":"))
+_POST_SQL = (
+    "SELECT item, status, transaction_id FROM ledger_post_arrays(%s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::bigint[], "
+    "%s::boolean[], %s::jsonb[], %s::int[], %s::bigint[], %s::int[], %s::numeric[], "
+    "%s::bigint[], %s::bigint[])"
+)
 
 
 def _post_batch_rows(rows: Sequence[Any], count: int) -> list[tuple[str, int | None]]:
-    assert len(rows) == count, "ledger_post_batch returned a result per item"
+    assert len(rows) == count, "ledger_post_arrays returned a result per item"
     return [(r[1], r[2]) for r in sorted(rows, key=lambda r: r[0])]
 
 
-def post_batch(
-    conn: Connection, payloads: Sequence[dict[str, Any]]
-) -> list[tuple[str, int | None]]:
-    """Call ``ledger_post_batch``; one (status, transaction id) per payload, in order."""
-    rows = conn.exec_driver_sql(_POST_BATCH_SQL, (_post_batch_json(payloads),)).all()
-    return _post_batch_rows(rows, len(payloads))
+def post_batch(conn: Connection, arrays: PostArrays) -> list[tuple[str, int | None]]:
+    """Call ``ledger_post_arrays``; one (status, transaction id) per entry, in order."""
+    rows = conn.exec_driver_sql(_POST_SQL, arrays).all()
+    return _post_batch_rows(rows, len(arrays[0]))
 
 
-def post_batch_alone(
-    engine: Engine, payloads: Sequence[dict[str, Any]]
-) -> list[tuple[str, int | None]]:
+def post_batch_alone(engine: Engine, arrays: PostArrays) -> list[tuple[str, int | None]]:
     """``post_batch`` as one autocommit statement of its own: the call and the commit are a
     single round trip, so the balance rows are not held while a COMMIT travels from the client.
 
@@ -190,19 +186,19 @@ def post_batch_alone(
         assert driver is not None
         driver.autocommit = True
         try:
-            rows = driver.execute(_POST_BATCH_SQL, (_post_batch_json(payloads),)).fetchall()
+            rows = driver.execute(_POST_SQL, arrays).fetchall()
         except engine.dialect.loaded_dbapi.Error as exc:
             if driver.broken:
                 raw.invalidate(exc)
             raise sa_exc.DBAPIError.instance(
-                _POST_BATCH_SQL, None, exc, engine.dialect.loaded_dbapi.Error
+                _POST_SQL, None, exc, engine.dialect.loaded_dbapi.Error
             ) from exc
         finally:
             if not driver.broken:
                 driver.autocommit = False
     finally:
         raw.close()
-    return _post_batch_rows(rows, len(payloads))
+    return _post_batch_rows(rows, len(arrays[0]))
 
 
 def get_transaction(conn: Connection, transaction_id: int) -> TransactionRecord | None:

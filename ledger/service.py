@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
@@ -161,11 +160,11 @@ def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
 
 
 def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutcome]:
-    return _post_batch_with(lambda payloads: repo.post_batch(conn, payloads), entries)
+    return _post_batch_with(lambda arrays: repo.post_batch(conn, arrays), entries)
 
 
 def _post_batch_with(
-    send: Callable[[list[dict[str, Any]]], list[tuple[str, int | None]]],
+    send: Callable[[model.PostArrays], list[tuple[str, int | None]]],
     entries: Sequence[Entry],
 ) -> list[BatchOutcome]:
     """Validate ``entries``, ``send`` their payloads and build the outcomes.
@@ -177,10 +176,9 @@ def _post_batch_with(
     """
     for entry in entries:
         model.validate_entry(entry)
-    payloads = [model.to_payload(e) for e in entries]
-    results = send(payloads) if payloads else []
-    return [_outcome(p["key"], status, txid)
-            for p, (status, txid) in zip(payloads, results, strict=True)]
+    results = send(model.to_arrays(entries)) if entries else []
+    return [_outcome(e.idempotency_key, status, txid)
+            for e, (status, txid) in zip(entries, results, strict=True)]
 
 
 def _outcome(key: str, status: str, txid: int | None) -> BatchOutcome:
@@ -221,7 +219,7 @@ def post_entries(
     on 40001/40P01 (the function's writes are atomic: all items' verdicts commit together)."""
     for attempt in range(1, attempts_max + 1):
         try:
-            return _post_batch_with(lambda payloads: repo.post_batch_alone(engine, payloads),
+            return _post_batch_with(lambda arrays: repo.post_batch_alone(engine, arrays),
                                     entries)
         except sa_exc.DBAPIError as exc:
             if not is_retryable(exc) or attempt == attempts_max:

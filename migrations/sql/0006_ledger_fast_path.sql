@@ -91,9 +91,14 @@ CREATE CONSTRAINT TRIGGER ledger_postings_balanced AFTER INSERT ON ledger_postin
 
 -- The postings' foreign keys become checks of the postings trigger (other writers only): the
 -- parent rows can never change or go (append-only tables), so a lookup at insert is as strong,
--- and it takes no share lock on the parent rows.
+-- and it takes no share lock on the parent rows. The two to the original posting (closes,
+-- reverses) were already implied: the trigger refuses a line whose original it cannot find
+-- ("does not mirror"), and ledger_post_batch judges such an item 'mismatch'; they still cost
+-- two trigger events per posting, NULL or not.
 ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_transaction_id_fkey;
 ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_account_id_asset_id_fkey;
+ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_closes_posting_id_fkey;
+ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_reverses_posting_id_fkey;
 
 CREATE OR REPLACE FUNCTION ledger_postings_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -212,11 +217,20 @@ CREATE TRIGGER ledger_postings_after_insert AFTER INSERT ON ledger_postings
   EXECUTE FUNCTION ledger_postings_after_insert();
 
 -- ---------------------------------------------------------------------------------------------
--- ledger_post_batch, as in 0001_ledger_post.sql, plus the checks the skipped triggers made
--- (balance per asset, lines per item, the line's asset, the per-original locks), and "write
--- first" for single entries as well as batches.
+-- ledger_post_arrays: the write path, ledger_post_batch of 0001_ledger_post.sql taking its
+-- request as arrays (ledger.repository sends them; parsing the JSON cost a single post about
+-- 60 us of server CPU), plus the checks the skipped triggers made (balance per asset, lines
+-- per item, the line's asset, the per-original locks), and "write first" for single entries
+-- as well as batches. ledger_post_batch(jsonb) stays, for raw callers: it parses and calls this.
+--
+-- Items are given by the i_ arrays (one element per item, all of the same length), their lines
+-- by the l_ arrays (all lines, item by item, in order; i_lines[n] of them for item n).
 
-CREATE OR REPLACE FUNCTION ledger_post_batch(p_items jsonb)
+CREATE FUNCTION ledger_post_arrays(
+  i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamptz[],
+  i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[],
+  i_lines int[],
+  l_acc bigint[], l_asset int[], l_amt numeric[], l_closes bigint[], l_revs bigint[])
 RETURNS TABLE (item int, status text, transaction_id bigint)
 LANGUAGE plpgsql
 -- Runs as custody_ledger_writer, the role the ledger's triggers skip: see the header.
@@ -229,27 +243,11 @@ SET plan_cache_mode = force_generic_plan
 AS $fn$
 #variable_conflict use_column
 DECLARE
-  v_n          int;
-  -- Items, index 1 .. v_n, parsed once from p_items.
-  i_key        text[];
-  i_fp         text[];
-  i_kind       text[];
-  i_ref        text[];
-  i_eff        timestamptz[];
-  i_reason     text[];
-  i_source     text[];
-  i_rev        bigint[];
-  i_oop        boolean[];
-  i_meta       jsonb[];
-  i_lines      int[];      -- number of lines of the item
-  -- Lines of all items, item by item, in order.
+  v_n          int := coalesce(cardinality(i_key), 0);
+  v_lines      int := coalesce(cardinality(l_acc), 0);
+  -- The item and line number of each line (derived from i_lines).
   l_item       int[];
   l_no         int[];
-  l_acc        bigint[];
-  l_asset      int[];
-  l_amt        numeric[];
-  l_closes     bigint[];
-  l_revs       bigint[];
   l_slot       int[];      -- index of the line's account in the b_ arrays
   v_has_refs   boolean;
   v_unbalanced int;        -- the first item whose lines do not sum to zero in some asset
@@ -302,54 +300,61 @@ BEGIN
   -- closed period read below stays true until we commit.
   PERFORM pg_advisory_xact_lock_shared(7301, 1);
 
-  -- One pass over the request: item and line arrays, the closed period and the transactions
-  -- already stored under these keys (an index lookup: the keys are an array, see the header).
+  -- The request's shape: what the JSON form's parser guaranteed by construction.
+  IF v_n = 0 THEN
+    RETURN;
+  END IF;
+  IF cardinality(i_fp) IS DISTINCT FROM v_n OR cardinality(i_kind) IS DISTINCT FROM v_n
+     OR cardinality(i_ref) IS DISTINCT FROM v_n OR cardinality(i_eff) IS DISTINCT FROM v_n
+     OR cardinality(i_reason) IS DISTINCT FROM v_n OR cardinality(i_source) IS DISTINCT FROM v_n
+     OR cardinality(i_rev) IS DISTINCT FROM v_n OR cardinality(i_oop) IS DISTINCT FROM v_n
+     OR cardinality(i_meta) IS DISTINCT FROM v_n OR cardinality(i_lines) IS DISTINCT FROM v_n
+     OR cardinality(l_asset) IS DISTINCT FROM v_lines
+     OR cardinality(l_amt) IS DISTINCT FROM v_lines
+     OR cardinality(l_closes) IS DISTINCT FROM v_lines
+     OR cardinality(l_revs) IS DISTINCT FROM v_lines
+     OR array_position(i_oop, NULL) IS NOT NULL OR array_position(i_lines, NULL) IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger_post_arrays: item arrays (and line arrays) must have one non-null '
+      'element per item (per line)' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  l_item := array_fill(NULL::int, ARRAY[v_lines]);
+  l_no := array_fill(NULL::int, ARRAY[v_lines]);
+  FOR v_i IN 1 .. v_n LOOP
+    IF i_lines[v_i] < 1 THEN
+      -- What the triggers check for other writers (they skip this function, see the header).
+      RAISE EXCEPTION 'ledger_post_batch: item % has no lines', v_i
+        USING ERRCODE = 'check_violation';
+    END IF;
+    FOR v_j IN 1 .. i_lines[v_i] LOOP
+      v_last := v_last + 1;
+      EXIT WHEN v_last > v_lines;
+      l_item[v_last] := v_i;
+      l_no[v_last] := v_j;
+    END LOOP;
+  END LOOP;
+  IF v_last <> v_lines THEN
+    RAISE EXCEPTION 'ledger_post_arrays: the items have % lines, the line arrays %', v_last,
+      v_lines USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  v_last := 0;
+
+  -- One statement: the closed period, the transactions already stored under these keys (an
+  -- index lookup: the keys are an array, see the header), whether any line reverses or closes,
+  -- and the first item that does not balance per asset (checked by a trigger for others).
   -- The key lookup needs no lock: if another request commits one of our keys after this read,
   -- the INSERT below skips it (ON CONFLICT) and we raise 40001, so the retry sees it.
-  WITH items AS (
-    SELECT x.*
-      FROM ROWS FROM (jsonb_to_recordset(p_items) AS (key text, fp text, kind text, ref text,
-                        eff timestamptz, reason text, source text, rev bigint, oop boolean,
-                        meta jsonb, lines jsonb)) WITH ORDINALITY
-           AS x(key, fp, kind, ref, eff, reason, source, rev, oop, meta, lines, n)
-  ), lines AS (
-    SELECT it.n, l.*
-      FROM items it,
-           ROWS FROM (jsonb_to_recordset(it.lines) AS (a bigint, s int, m numeric, c bigint,
-                                                         r bigint)) WITH ORDINALITY
-           AS l(a, s, m, c, r, no)
-  )
-  SELECT i.*, l.*, (SELECT max(p.ends_at) FROM ledger_periods p), e.*,
-         (SELECT min(u.n) FROM (SELECT lines.n FROM lines GROUP BY lines.n, lines.s
-                                 HAVING sum(lines.m) <> 0) u)
-    INTO v_n, i_key, i_fp, i_kind, i_ref, i_eff, i_reason, i_source, i_rev, i_oop, i_meta,
-         i_lines, l_item, l_no, l_acc, l_asset, l_amt, l_closes, l_revs, v_has_refs, v_closed,
-         e_key, e_id, e_fp, v_unbalanced
-    FROM (SELECT count(*)::int, array_agg(key ORDER BY n), array_agg(fp ORDER BY n),
-                 array_agg(kind ORDER BY n), array_agg(ref ORDER BY n), array_agg(eff ORDER BY n),
-                 array_agg(reason ORDER BY n), array_agg(source ORDER BY n),
-                 array_agg(rev ORDER BY n), array_agg(coalesce(oop, false) ORDER BY n),
-                 array_agg(coalesce(meta, '{}'::jsonb) ORDER BY n),
-                 array_agg(coalesce(jsonb_array_length(lines), 0) ORDER BY n)
-            FROM items) i,
-         (SELECT array_agg(n::int ORDER BY n, no), array_agg(no::int ORDER BY n, no),
-                 array_agg(a ORDER BY n, no), array_agg(s ORDER BY n, no),
-                 array_agg(m ORDER BY n, no), array_agg(c ORDER BY n, no),
-                 array_agg(r ORDER BY n, no), coalesce(bool_or(c IS NOT NULL OR r IS NOT NULL), false)
-            FROM lines) l,
-         (SELECT array_agg(t.idempotency_key), array_agg(t.id), array_agg(t.fingerprint)
+  SELECT (SELECT max(p.ends_at) FROM ledger_periods p), e.keys, e.ids, e.fps,
+         (SELECT coalesce(bool_or(x.r IS NOT NULL OR x.c IS NOT NULL), false)
+            FROM unnest(l_revs, l_closes) x(r, c)),
+         (SELECT min(u.n) FROM (SELECT x.n FROM unnest(l_item, l_asset, l_amt) x(n, s, m)
+                                 GROUP BY x.n, x.s HAVING sum(x.m) <> 0) u)
+    INTO v_closed, e_key, e_id, e_fp, v_has_refs, v_unbalanced
+    FROM (SELECT array_agg(t.idempotency_key) AS keys, array_agg(t.id) AS ids,
+                 array_agg(t.fingerprint) AS fps
             FROM ledger_transactions t
-           WHERE t.idempotency_key = ANY (ARRAY(SELECT key FROM items))) e;
-
-  -- What the triggers check for other writers (they skip this function, see the header): every
-  -- item has lines and balances per asset. A malformed request is an error, not a verdict.
+           WHERE t.idempotency_key = ANY (i_key)) e;
   IF v_unbalanced IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_batch: item % does not balance per asset', v_unbalanced
-      USING ERRCODE = 'check_violation';
-  END IF;
-  v_i := array_position(i_lines, 0);
-  IF v_i IS NOT NULL THEN
-    RAISE EXCEPTION 'ledger_post_batch: item % has no lines', v_i
       USING ERRCODE = 'check_violation';
   END IF;
 
@@ -653,6 +658,65 @@ BEGIN
 END
 $fn$;
 
-ALTER FUNCTION ledger_post_batch(jsonb) OWNER TO custody_ledger_writer;
-REVOKE ALL ON FUNCTION ledger_post_batch(jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger_post_batch(jsonb) TO custody_app;
+ALTER FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
+  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+  OWNER TO custody_ledger_writer;
+REVOKE ALL ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[],
+  text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[],
+  text[], text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[],
+  bigint[]) TO custody_app;
+
+-- The JSON form, for raw callers (see 0001_ledger_post.sql for its input): parse, then the
+-- above. It runs as its caller; the work and the checks happen in ledger_post_arrays.
+CREATE OR REPLACE FUNCTION ledger_post_batch(p_items jsonb)
+RETURNS TABLE (item int, status text, transaction_id bigint)
+LANGUAGE plpgsql
+-- PL/pgSQL rather than SQL: its statements' plans are cached per session (a SQL function's
+-- would be planned at every call).
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+DECLARE
+  i_key text[]; i_fp text[]; i_kind text[]; i_ref text[]; i_eff timestamptz[];
+  i_reason text[]; i_source text[]; i_rev bigint[]; i_oop boolean[]; i_meta jsonb[];
+  i_lines int[]; l_acc bigint[]; l_asset int[]; l_amt numeric[]; l_closes bigint[];
+  l_revs bigint[];
+BEGIN
+  WITH items AS (
+    SELECT x.*
+      FROM ROWS FROM (jsonb_to_recordset(p_items) AS (key text, fp text, kind text, ref text,
+                        eff timestamptz, reason text, source text, rev bigint, oop boolean,
+                        meta jsonb, lines jsonb)) WITH ORDINALITY
+           AS x(key, fp, kind, ref, eff, reason, source, rev, oop, meta, lines, n)
+  ), lines AS (
+    SELECT it.n, l.*
+      FROM items it,
+           ROWS FROM (jsonb_to_recordset(it.lines) AS (a bigint, s int, m numeric, c bigint,
+                                                         r bigint)) WITH ORDINALITY
+           AS l(a, s, m, c, r, no)
+  )
+  SELECT i.*, l.*
+    INTO i_key, i_fp, i_kind, i_ref, i_eff, i_reason, i_source, i_rev, i_oop, i_meta, i_lines,
+         l_acc, l_asset, l_amt, l_closes, l_revs
+    FROM (SELECT array_agg(x.key ORDER BY x.n), array_agg(x.fp ORDER BY x.n),
+                 array_agg(x.kind ORDER BY x.n), array_agg(x.ref ORDER BY x.n),
+                 array_agg(x.eff ORDER BY x.n), array_agg(x.reason ORDER BY x.n),
+                 array_agg(x.source ORDER BY x.n), array_agg(x.rev ORDER BY x.n),
+                 array_agg(coalesce(x.oop, false) ORDER BY x.n),
+                 array_agg(coalesce(x.meta, '{}'::jsonb) ORDER BY x.n),
+                 array_agg(coalesce(jsonb_array_length(x.lines), 0) ORDER BY x.n)
+            FROM items x) i,
+         (SELECT coalesce(array_agg(y.a ORDER BY y.n, y.no), '{}'),
+                 coalesce(array_agg(y.s ORDER BY y.n, y.no), '{}'),
+                 coalesce(array_agg(y.m ORDER BY y.n, y.no), '{}'),
+                 coalesce(array_agg(y.c ORDER BY y.n, y.no), '{}'),
+                 coalesce(array_agg(y.r ORDER BY y.n, y.no), '{}')
+            FROM lines y) l;
+  RETURN QUERY
+    SELECT r.item, r.status, r.transaction_id
+      FROM ledger_post_arrays(i_key, i_fp, i_kind, i_ref, i_eff, i_reason, i_source, i_rev,
+                              i_oop, i_meta, i_lines, l_acc, l_asset, l_amt, l_closes,
+                              l_revs) r;
+END
+$fn$;

@@ -535,7 +535,7 @@ class TestWriterRole:
         with owner.connect() as conn:
             row = conn.execute(sa.text(
                 "SELECT pg_get_userbyid(proowner), prosecdef, proconfig FROM pg_proc "
-                "WHERE proname = 'ledger_post_batch'")).one()
+                "WHERE proname = 'ledger_post_arrays'")).one()
         assert row[0] == "custody_ledger_writer"
         assert row[1] is True
         assert "search_path=pg_catalog, public, pg_temp" in row[2]
@@ -606,6 +606,35 @@ class TestWriterRole:
         assert count(book.engine, "ledger_transactions") == 0
         assert count(book.engine, "ledger_postings") == 0
 
+    @pytest.mark.parametrize(
+        "change",
+        ["item array short", "line array short", "lines do not add up", "null flag"],
+    )
+    def test_array_form_refuses_a_malformed_request(self, book: Book, change: str) -> None:
+        arrays: list[list[object]] = [
+            ["k1"], ["1" * 64], ["raw"], [None], ["2026-11-01T00:00:00+00:00"], [None],
+            ["raw-sql"], [None], [False], ["{}"], [2],
+            [book.custody.id, book.equity.id], [book.usdc.id, book.usdc.id], ["5", "-5"],
+            [None, None], [None, None],
+        ]
+        if change == "item array short":
+            arrays[2] = []
+        elif change == "line array short":
+            arrays[13] = ["5"]
+        elif change == "lines do not add up":
+            arrays[10] = [3]
+        else:
+            arrays[8] = [None]
+        with pytest.raises(sa.exc.DBAPIError) as excinfo:
+            with book.engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "SELECT * FROM ledger_post_arrays(%s::text[], %s::text[], %s::text[], "
+                    "%s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::bigint[], "
+                    "%s::boolean[], %s::jsonb[], %s::int[], %s::bigint[], %s::int[], "
+                    "%s::numeric[], %s::bigint[], %s::bigint[])", tuple(arrays)).all()
+        assert sqlstate_of(excinfo) == "22023"
+        assert count(book.engine, "ledger_transactions") == 0
+
     def test_raw_posting_added_to_a_writer_transaction_is_checked_at_commit(
         self, book: Book
     ) -> None:
@@ -628,3 +657,28 @@ class TestWriterRole:
             with book.engine.begin() as conn:
                 add_posting(conn, 987_654_321, 1, book.custody.id, book.usdc.id, 5)
         assert sqlstate_of(excinfo) == "23503"
+
+    @pytest.mark.parametrize("column", ["reverses_posting_id", "closes_posting_id"])
+    def test_raw_posting_naming_no_original_refused(self, book: Book, column: str) -> None:
+        # Was a foreign key; now the trigger finds no original to mirror.
+        txn = book.deposit("u1", 100, "d1")
+        with pytest.raises(sa.exc.DBAPIError, match="does not mirror|not on its account"):
+            with book.engine.begin() as conn:
+                fresh = new_txn(conn, "ghost", reverses_transaction_id=txn)
+                add_posting(conn, fresh, 1, book.custody.id, book.usdc.id, -5,
+                            **{column: 987_654_321})
+                add_posting(conn, fresh, 2, book.equity.id, book.usdc.id, 5)
+        assert count(book.engine, "ledger_postings") == 2
+
+    @pytest.mark.parametrize("column", ["r", "c"])
+    def test_function_judges_a_line_naming_no_original_a_mismatch(
+        self, book: Book, column: str
+    ) -> None:
+        txn = book.deposit("u1", 100, "d1")
+        item = raw_item("ghost", [(book.custody.id, book.usdc.id, -5),
+                                  (book.equity.id, book.usdc.id, 5)])
+        item["rev"] = txn
+        item["lines"][0][column] = 987_654_321  # type: ignore[index]
+        with book.engine.begin() as conn:
+            assert raw_post(conn, [item]) == [(1, "mismatch", None)]
+        assert count(book.engine, "ledger_postings") == 2
