@@ -2,9 +2,10 @@
 --
 -- Every rule that money depends on stays enforced in the database for every writer. What
 -- changes is who enforces it for whom:
--- * ledger_post_batch (the write path of ledger.service) now runs as custody_ledger_writer
---   (SECURITY DEFINER; a NOLOGIN role that no login is a member of, except the migration
---   owner, which may alter the schema anyway). It enforces every rule itself, in set-based
+-- * ledger_post_arrays (the write path of ledger.service, replacing ledger_post_batch, which
+--   stays as a JSON front for raw callers) runs as custody_ledger_writer (SECURITY DEFINER; a
+--   NOLOGIN role that no login is a member of, except the migration owner, which may alter
+--   the schema anyway). It enforces every rule itself, in set-based
 --   statements over the whole request: the write gate, the period rules, balance per asset,
 --   at least one line per item, each line's account existing in the line's asset, the funds
 --   flags and the 128-bit range under the row locks, reversals and closings mirroring and never
@@ -13,8 +14,8 @@
 --   CHECKs and the append-only triggers apply to it as to anyone.
 -- * Every other writer (the application role with raw SQL, the owner) goes through the
 --   triggers as before, which now skip custody_ledger_writer (WHEN current_user <> ...).
---   The postings' foreign keys to ledger_transactions and to accounts (id, asset_id) are
---   replaced by checks in the postings trigger, for those writers only.
+--   The postings' foreign keys (to ledger_transactions, to accounts (id, asset_id), to the
+--   closed or reversed posting) are replaced by checks in the postings trigger.
 --
 -- Why: a single post cost the server about 2.3x the CPU of a plain transfer function, and on a
 -- hot account its lock was held through all of that work. The guards ran per statement or per
