@@ -1,7 +1,8 @@
 """Rate limits per API key: a fixed window counted in PostgreSQL, shared by every process.
 
-One upsert per request (``hit``) increments the key's counter of the current window, whose start
-comes from the database clock so that every process agrees on it. Over the limit, the request is
+One upsert per request (``HIT_SQL``, run inside the authentication statement of
+``api.auth.authorize``) increments the key's counter of the current window, whose start comes
+from the database clock so that every process agrees on it. Over the limit, the request is
 refused with 429 and ``Retry-After`` (seconds until the window ends). Limits are per scope and
 set in :class:`RateLimits`. A fixed window lets a client send up to twice the limit across a
 window boundary; that is the accepted price of one statement per request.
@@ -9,8 +10,9 @@ window boundary; that is the accepted price of one statement per request.
 
 from __future__ import annotations
 
-import math
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -39,22 +41,25 @@ class RateLimits:
         """The limit of ``scope``."""
         return self.by_scope[scope]
 
+    @cached_property
+    def windows_json(self) -> str:
+        """The window length of each scope, as a JSON object (a parameter of the auth query)."""
+        return json.dumps({scope: limit.window_s for scope, limit in self.by_scope.items()})
 
-def hit(conn: Connection, key_id: int, limit: RateLimit) -> tuple[int, int]:
-    """Count one request of ``key_id``; return (requests in this window, seconds it has left)."""
-    row = conn.execute(
-        sa.text(
-            "WITH w AS (SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / :w) "
-            "* :w) AS start) "
-            "INSERT INTO api_rate_windows AS r (key_id, window_start, requests) "
-            "SELECT :k, w.start, 1 FROM w "
-            "ON CONFLICT (key_id, window_start) DO UPDATE SET requests = r.requests + 1 "
-            "RETURNING requests, extract(epoch FROM window_start + make_interval(secs => :w) "
-            "- clock_timestamp()) AS left_s"
-        ),
-        {"k": key_id, "w": limit.window_s},
-    ).one()
-    return int(row.requests), max(1, math.ceil(float(row.left_s)))
+
+#: The upsert counting one request (a SQL fragment): ``{key}`` is the key id and ``{window}``
+#: the window's length in seconds, both expressions over ``{source}``. The window starts at a
+#: multiple of its length on the database clock, so every process agrees on it.
+HIT_SQL = (
+    "INSERT INTO api_rate_windows AS r (key_id, window_start, requests) "
+    "SELECT {key}, to_timestamp(floor(extract(epoch FROM clock_timestamp()) / {window}) "
+    "* {window}), 1 FROM {source} "
+    "ON CONFLICT (key_id, window_start) DO UPDATE SET requests = r.requests + 1 "
+    "RETURNING requests, window_start"
+)
+#: Seconds left in the window of a ``HIT_SQL`` row (``{window}``: its length).
+LEFT_SQL = ("extract(epoch FROM hit.window_start + make_interval(secs => {window}) "
+            "- clock_timestamp())")
 
 
 def cleanup(conn: Connection, *, older_than_s: int = 86_400) -> int:

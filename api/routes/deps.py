@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
@@ -51,6 +52,12 @@ class ApiContext:
     #: first request's process died); the services below are idempotent themselves.
     idempotency_stale_s: int = 300
     _sources: dict[str, AddressSource] = field(default_factory=dict)
+
+    @cached_property
+    def autocommit(self) -> Engine:
+        """``engine`` in autocommit mode (same pool): each statement is its own transaction.
+        For the authentication statement and the reads of ``api.auth.read_as`` only."""
+        return self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def chain(self, name: str) -> ChainConfig:
         """A configured chain, or ChainUnknown (422)."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -35,3 +38,60 @@ def test_keys_create_prints_the_key_once_and_stores_its_hash(database_url: str,
     bad = custody(database_url, "keys", "create", "--scope", "root")
     assert bad.returncode == 2 and "error [request_invalid]" in bad.stderr
     assert custody(database_url, "api", "--help").returncode == 0
+
+
+def test_api_serves_from_several_worker_processes(database_url: str, engine: Engine,
+                                                  tmp_path: Path) -> None:
+    import httpx
+
+    from chains.anvil import free_port
+    from tests.api.conftest import XPUB
+    from tests.withdrawals.conftest import config_toml
+
+    assert "--workers" in custody(database_url, "api", "--help").stdout
+    config = tmp_path / "custody.toml"
+    config.write_text(config_toml() + f'\n[address_sources.evm]\nkind = "xpub"\n'
+                                      f'xpub = "{XPUB}"\n')
+    port = free_port()
+    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url}
+    server = subprocess.Popen(
+        [sys.executable, "-c", RUN, "api", "--port", str(port), "--workers", "2",
+         "--config", str(config)], env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, "custody api exited"
+            assert time.monotonic() < deadline, "custody api did not answer"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        workers = [p for p in Path("/proc").glob("[0-9]*/stat")
+                   if _parent(p) == server.pid and "python" in _command(p)]
+        assert len(workers) >= 2, workers
+        # The database-backed behaviour is shared: a key works whichever process answers.
+        made = custody(database_url, "keys", "create", "--scope", "support", "--client", "sam3")
+        key = made.stdout.strip()
+        for _ in range(6):
+            r = httpx.get(f"http://127.0.0.1:{port}/metrics",
+                          headers={"Authorization": f"Bearer {key}"}, timeout=10)
+            assert r.status_code == 200
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) is not None
+
+
+def _parent(stat: Path) -> int | None:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _command(stat: Path) -> str:
+    try:
+        return (stat.parent / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""

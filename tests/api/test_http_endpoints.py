@@ -106,3 +106,25 @@ def test_statement_explains_the_balance(api: Api) -> None:
     assert (b["available"], b["posted"]) == (lines[-1]["available"], lines[-1]["posted"])
     unknown = api.call("GET", f"/v1/users/{user}/statement?asset=NOPE", "acme")
     assert unknown.status_code == 422 and unknown.json()["code"] == "asset_not_found"
+
+
+def test_balances_body_and_request_ids(api: Api) -> None:
+    user = api.funded_user()
+    r = api.call("GET", f"/v1/users/{user}/balances", "acme", headers={"X-Request-ID": "abc-1"})
+    assert r.headers["content-type"] == "application/json"
+    assert r.headers["x-request-id"] == "abc-1"
+    body = r.json()
+    assert set(body) == {"user_id", "as_of", "known_at", "balances"}
+    assert body["user_id"] == user and body["known_at"] is None
+    (b,) = body["balances"]
+    assert set(b) == {"asset", "scale", "posted", "pending_incoming", "pending_outgoing",
+                      "available", "projected", "version", "as_of"}
+    assert b["as_of"] == body["as_of"] and b["version"] == 1
+    # A malformed id is replaced; generated ids differ, and a problem carries its request's id.
+    ids = {api.call("GET", f"/v1/users/{user}/balances", "acme",
+                    headers={"X-Request-ID": "bad id!"}).headers["x-request-id"]
+           for _ in range(3)}
+    assert len(ids) == 3 and "bad id!" not in ids
+    missing = api.call("GET", "/v1/users/nobody/balances", "acme")
+    assert missing.status_code == 404
+    assert missing.json()["request_id"] == missing.headers["x-request-id"]
