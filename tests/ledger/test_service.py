@@ -36,6 +36,32 @@ def count_transactions(book: Book) -> int:
 
 
 class TestPost:
+    @pytest.mark.parametrize("text", [
+        'quote " and backslash \\ and \\" both', "{braces},commas, NULL", "NULL", "", " pad ",
+        "ünïcødé ✓", "tab\there\nnewline",
+    ])
+    def test_text_fields_round_trip_exactly(self, book: Book, text: str) -> None:
+        # The request travels as PostgreSQL array literals (ledger.repository): every text
+        # field must come back as sent, whatever it contains.
+        wallet = book.wallet("u1")
+        entry = Entry(
+            idempotency_key=f"key {text}", kind=f"kind {text}"[:64], effective_at=T0,
+            source=f"source {text}", reference=text, reason=text or None,
+            metadata={"note": text, text: [1, "x"]},
+            lines=(Line(book.custody, 2**126), Line(wallet, -(2**126))),
+        )
+        posted = service.post_entry(book.engine, entry)
+        with UnitOfWork(book.engine) as uow:
+            record = service.get_transaction(uow, posted.transaction_id)
+        assert (record.idempotency_key, record.kind, record.source, record.reference,
+                record.reason, record.metadata) == (
+            entry.idempotency_key, entry.kind, entry.source, entry.reference, entry.reason,
+            dict(entry.metadata))
+        assert [p.amount_minor for p in record.postings] == [2**126, -(2**126)]
+        assert record.effective_at == T0
+        # The same request again is a replay: the stored fingerprint is the one Python computes.
+        assert service.post_entry(book.engine, entry).replayed
+
     def test_post_moves_money_and_bumps_versions(self, book: Book) -> None:
         wallet = book.wallet("u1")
         posted = service.post_entry(book.engine, transfer("k1", book.custody, wallet, 100))
