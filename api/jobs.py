@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -30,7 +31,7 @@ import sqlalchemy as sa
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from api import outbox
 from config.chains import ChainsConfig
@@ -134,9 +135,16 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
 # --- the jobs --------------------------------------------------------------------------------
 
 
+class LedgerDrift(CustodyError):
+    """Reconciliation found the ledger drifted: the run is recorded as an error whose detail
+    starts with ``ledger_drift: <N> findings`` (what ``/metrics`` reports)."""
+
+    code = "ledger_drift"
+
+
 def reconcile(engine: Engine, now: datetime) -> None:
     """Verify the ledger; any drift becomes an ``alert.ledger_drift`` event (once per distinct
-    set of findings) and a log error."""
+    set of findings), a log error and an error outcome of the run (LedgerDrift)."""
     from ledger.integrity import verify
 
     report = verify(engine)
@@ -150,6 +158,7 @@ def reconcile(engine: Engine, now: datetime) -> None:
                           "observed": d.observed} for d in report.discrepancies[:100]],
             "count": len(findings), "detected_at": now.isoformat()})
         uow.commit()
+    raise LedgerDrift(f"{len(findings)} findings: {'; '.join(findings[:5])}")
 
 
 def checkpoint(engine: Engine, now: datetime) -> None:
@@ -159,6 +168,36 @@ def checkpoint(engine: Engine, now: datetime) -> None:
     cp = create_checkpoint(engine)
     if not cp.verified:
         log.error("checkpoint %s is not verified: stored balances drifted", cp.id)
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """The newest recorded run of a job."""
+
+    job: str
+    finished_at: datetime
+    ok: bool
+    detail: str | None
+
+
+def last_runs(conn: Connection) -> list[LastRun]:
+    """The newest run of every job in the run log (kept a day: see ``cleanup``)."""
+    rows = conn.execute(sa.text(
+        "SELECT DISTINCT ON (job) job, finished_at, outcome, detail FROM job_runs "
+        "ORDER BY job, started_at DESC")).all()
+    return [LastRun(r.job, r.finished_at, r.outcome == "ok", r.detail) for r in rows]
+
+
+def drift_findings(runs: Sequence[LastRun]) -> int | None:
+    """Findings of the newest reconciliation (0: clean), None when it has not run."""
+    for run in runs:
+        if run.job == "ledger.reconcile":
+            if run.ok:
+                return 0
+            match = re.match(rf"{LedgerDrift.code}: (\d+) findings", run.detail or "")
+            # Another error (the database was away, say): nothing is known about drift.
+            return int(match.group(1)) if match else None
+    return None
 
 
 def cleanup(engine: Engine, now: datetime) -> None:

@@ -348,12 +348,17 @@ def delivery_log(conn: Connection, *, event_id: str | None = None, limit: int = 
     return [AttemptLog(*r) for r in rows]
 
 
-def oldest_undelivered_age_s(conn: Connection, now: datetime) -> float | None:
-    """Age in seconds of the oldest event still pending delivery (an operations metric)."""
-    at = conn.execute(sa.text(
-        "SELECT min(o.created_at) FROM webhook_deliveries d JOIN outbox_events o "
-        "ON o.id = d.event_id WHERE d.state = 'pending'")).scalar()
-    return None if at is None else (now - at).total_seconds()
+def undelivered(conn: Connection, now: datetime) -> tuple[int, float | None, int]:
+    """Deliveries still pending, the age in seconds of the oldest event among them, and
+    deliveries that gave up (failed: retries exhausted, waiting for a replay). Operations
+    metrics; the pending ones are read through the partial index on due deliveries."""
+    row = conn.execute(sa.text(
+        "SELECT count(*), min(o.created_at), "
+        "(SELECT count(*) FROM webhook_deliveries f WHERE f.state = 'failed') "
+        "FROM webhook_deliveries d JOIN outbox_events o "
+        "ON o.id = d.event_id WHERE d.state = 'pending'")).one()
+    age = None if row[1] is None else max(0.0, (now - row[1]).total_seconds())
+    return int(row[0]), age, int(row[2])
 
 
 def raise_alert(conn: Connection, kind: str, key: str, payload: dict[str, Any]) -> bool:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from api import jobs, outbox
 from api.auth import StaffReader
 from api.routes.deps import AUTHED, ApiContext, Uow, context, problems
 from api.routes.views import scale_of
@@ -105,7 +106,9 @@ def metrics(
     uow: Uow,
 ) -> PlainTextResponse:
     """Open reconciliation cases; unknown withdrawals (count, amount, oldest age) per chain
-    and asset; deposits waiting on finality per chain (capped at ``WAITING_SCAN_MAX``)."""
+    and asset; deposits waiting on finality per chain (capped at ``WAITING_SCAN_MAX``); the
+    outbox (pending deliveries, age of the oldest, given up); each job's newest run (age,
+    ok); the ledger drift found by the newest reconciliation."""
     ctx = context(request)
     now = ctx.clock()
     cases = deposits.open_cases(uow)
@@ -123,6 +126,24 @@ def metrics(
                      "not final yet.", waiting[0])
     lines += _family("custody_deposits_waiting_finality_age_seconds", "Age of the oldest one.",
                      waiting[1])
+    pending, oldest, failed = outbox.undelivered(uow.conn, now)
+    lines += _family("custody_outbox_undelivered", "Webhook deliveries still pending.",
+                     [({}, str(pending))])
+    lines += _family("custody_outbox_oldest_undelivered_age_seconds", "Age of the oldest event "
+                     "with a pending delivery (0: none).", [({}, f"{oldest or 0:.0f}")])
+    lines += _family("custody_outbox_failed", "Webhook deliveries that gave up (retries "
+                     "exhausted): they need a replay.", [({}, str(failed))])
+    runs = jobs.last_runs(uow.conn)
+    lines += _family("custody_job_last_run_age_seconds", "Seconds since the newest run of each "
+                     "job ended (run log kept a day).",
+                     [({"job": r.job}, f"{max(0.0, (now - r.finished_at).total_seconds()):.0f}")
+                      for r in runs])
+    lines += _family("custody_job_last_run_ok", "1 when the newest run of the job ended well.",
+                     [({"job": r.job}, "1" if r.ok else "0") for r in runs])
+    drift = jobs.drift_findings(runs)
+    lines += _family("custody_ledger_drift_findings", "Findings of the newest reconciliation "
+                     "(stored vs replayed balances, trial balance, custody vs liabilities; "
+                     "absent until it has run).", [] if drift is None else [({}, str(drift))])
     for name, help_text, collect in EXTRA_METRICS:
         lines += _family(name, help_text, collect(ctx, uow))
     return PlainTextResponse("\n".join(lines) + "\n",

@@ -95,6 +95,45 @@ def test_reconciliation_drift_is_one_alert_delivered_to_alert_endpoints(
         receiver.stop()
 
 
+def metric(text: str, name: str) -> str | None:
+    """The value of the sample ``name`` (with its labels, e.g. ``a{job="x"}``), or None."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return line.split(" ", 1)[1]
+    return None
+
+
+def test_metrics_show_the_outbox_jobs_and_drift(engine: Engine, owner: Engine) -> None:
+    from api.jobs import reconcile
+    from api.outbox import deliver_due, set_endpoint
+    from tests.api.conftest import serve
+
+    with serve(engine) as api:
+        before = api.call("GET", "/metrics", "sam").text
+        assert metric(before, "custody_ledger_drift_findings") is None  # never reconciled
+        assert metric(before, "custody_outbox_undelivered") == "0"
+        set_endpoint(engine, "acme", "http://127.0.0.1:9/nobody-listens")
+        api.withdraw(api.funded_user())  # "withdrawal reserved": an event for acme's endpoint
+        job = Job("ledger.reconcile", 60, lambda now: reconcile(engine, now))
+        assert run_locked(engine, job)
+        assert deliver_due(engine).delivered == 0  # refused: stays pending, retried later
+        text = api.call("GET", "/metrics", "sam").text
+        assert int(metric(text, "custody_outbox_undelivered") or 0) >= 1
+        assert metric(text, "custody_outbox_oldest_undelivered_age_seconds") is not None
+        assert metric(text, "custody_outbox_failed") == "0"
+        assert metric(text, 'custody_job_last_run_ok{job="ledger.reconcile"}') == "1"
+        assert int(metric(text, 'custody_job_last_run_age_seconds{job="ledger.reconcile"}')
+                   or -1) >= 0
+        assert metric(text, "custody_ledger_drift_findings") == "0"
+        with owner.begin() as conn:
+            conn.execute(sa.text(
+                "UPDATE account_balances SET balance = balance - 1 WHERE balance < 0"))
+        assert run_locked(engine, job)
+        text = api.call("GET", "/metrics", "sam").text
+        assert metric(text, 'custody_job_last_run_ok{job="ledger.reconcile"}') == "0"
+        assert int(metric(text, "custody_ledger_drift_findings") or 0) >= 1
+
+
 @pytest.mark.slow
 def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: Engine) -> None:
     workers = [spawn(database_url, "worker", "--interval-s", "0.05") for _ in range(2)]
