@@ -154,7 +154,9 @@ def period_close(
     by: Annotated[str, typer.Option(help="Who closes it.")],
     reason: Annotated[str | None, typer.Option(help="Why.")] = None,
 ) -> None:
-    """Close the ledger through ENDS_AT; later entries there must be out-of-period adjustments."""
+    """Close the ledger through ENDS_AT at once; later entries there must be out-of-period
+    adjustments. An operator's tool (it needs the database's credentials): through the API a
+    close takes two people, a proposal and another admin's or an approver's approval."""
     from config.database import get_engine
     from config.uow import UnitOfWork
     from ledger import service

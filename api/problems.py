@@ -118,6 +118,7 @@ STATUS: dict[type[CustodyError], int] = {
     le.ReversalExceedsOriginal: 409,
     le.ReversalMismatch: 409,
     le.PeriodCloseInvalid: 409,
+    le.PeriodProposalNotFound: 404,
     le.AssetScaleMismatch: 409,
     le.AccountMismatch: 409,
     de.DepositError: 409,

@@ -410,6 +410,18 @@ class PeriodClose(Body):
     reason: Text | None = None
 
 
+class PeriodProposal(BaseModel):
+    """A proposed period close: nothing is closed until someone else approves it."""
+
+    id: int
+    ends_at: datetime
+    reason: str | None
+    proposed_by: str
+    proposed_at: datetime
+    state: Literal["awaiting_approval", "closed"]
+    period_id: int | None = Field(description="The closed period, once approved.")
+
+
 class Period(BaseModel):
     """A closed period."""
 

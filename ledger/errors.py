@@ -99,3 +99,15 @@ class PeriodCloseInvalid(LedgerError):
     """The period cannot be closed at that time (not after the last close, or in the future)."""
 
     code = "period_close_invalid"
+
+
+class SecondApproverRequired(PeriodCloseInvalid):
+    """A period close proposal approved by its own proposer, or approved already."""
+
+    code = "second_approver_required"
+
+
+class PeriodProposalNotFound(LedgerError):
+    """No such period close proposal."""
+
+    code = "period_proposal_not_found"

@@ -33,8 +33,10 @@ from ledger.errors import (
     NotOutOfPeriod,
     PeriodClosed,
     PeriodCloseInvalid,
+    PeriodProposalNotFound,
     ReversalExceedsOriginal,
     ReversalMismatch,
+    SecondApproverRequired,
     TransactionNotFound,
 )
 from ledger.model import Account, Asset, Entry, Line
@@ -442,6 +444,43 @@ def close_period(
         if sqlstate(exc) in ("23514", "23505"):
             raise PeriodCloseInvalid(str(exc.orig).splitlines()[0]) from exc
         raise
+
+
+def propose_period_close(
+    uow: UnitOfWork, ends_at: datetime, *, proposed_by: str, reason: str | None = None
+) -> repo.PeriodProposalRecord:
+    """Propose closing everything effective before ``ends_at``; another person must approve
+    (``approve_period_close``) before anything is closed. Refused now if it could never be
+    approved: no time zone, not after the last close, or in the future."""
+    if ends_at.tzinfo is None:
+        raise PeriodCloseInvalid("ends_at must carry a time zone")
+    if not proposed_by:
+        raise PeriodCloseInvalid("proposed_by is required")
+    latest = repo.latest_period(uow.conn)
+    if latest is not None and ends_at <= latest.ends_at:
+        raise PeriodCloseInvalid(f"already closed through {latest.ends_at.isoformat()}")
+    if ends_at > repo.database_now(uow.conn):
+        raise PeriodCloseInvalid(f"cannot close a period ending in the future ({ends_at})")
+    return repo.insert_period_proposal(uow.conn, ends_at, proposed_by, reason)
+
+
+def approve_period_close(
+    uow: UnitOfWork, proposal_id: int, *, approved_by: str
+) -> repo.PeriodRecord:
+    """Approve a proposal as someone else than its proposer: the period closes now
+    (``close_period``), recorded as closed by the approver, the approval linking the two."""
+    proposal = repo.get_period_proposal(uow.conn, proposal_id, lock=True)
+    if proposal is None:
+        raise PeriodProposalNotFound(f"no period close proposal {proposal_id}")
+    if proposal.approved_by is not None:
+        raise SecondApproverRequired(
+            f"proposal {proposal_id} was approved already, by {proposal.approved_by}")
+    if not approved_by or approved_by == proposal.proposed_by:
+        raise SecondApproverRequired(
+            f"proposal {proposal_id} was made by {proposal.proposed_by}: someone else approves")
+    period = close_period(uow, proposal.ends_at, closed_by=approved_by, reason=proposal.reason)
+    repo.insert_period_approval(uow.conn, proposal_id, period.id, approved_by)
+    return period
 
 
 # --- statements -----------------------------------------------------------------------------

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 
 from api import idempotency
-from api.auth import AdminScope, StaffReader
+from api.auth import AdminScope, Principal, StaffReader, require
 from api.idempotency import IdempotencyKey
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
 from api.routes.views import case_view, withdrawal_view
@@ -21,6 +21,7 @@ from api.schemas import (
     LedgerTransaction,
     Period,
     PeriodClose,
+    PeriodProposal,
     ReturnLink,
     Reversal,
     ReversalCreate,
@@ -37,6 +38,8 @@ from withdrawals import service as withdrawals
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 BigId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+#: The second person of a period close: another admin, or an approver.
+AdminOrApprover = Annotated[Principal, Depends(require("admin", "approver"))]
 
 
 @router.get("/ledger/transactions/{transaction_id}", response_model=LedgerTransaction,
@@ -76,28 +79,55 @@ def reverse(
                            {"transaction_id": transaction_id}, body, work, audited=True)
 
 
-@router.post("/periods", status_code=201, response_model=Period, responses=problems(*MONEY),
-             summary="Close the ledger through a time")
-def close_period(
+@router.post("/periods", status_code=202, response_model=PeriodProposal,
+             responses=problems(*MONEY), summary="Propose closing the ledger through a time")
+def propose_period_close(
     request: Request,
     body: PeriodClose,
     principal: AdminScope,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    """Afterwards, entries effective before ``ends_at`` are only accepted as out-of-period
-    adjustments; figures as known at the close never change."""
+    """Closing a period takes two people: this records the proposal (refused at once if it
+    could never be approved: not after the last close, or in the future). Another admin or an
+    approver approves it with ``POST /v1/admin/periods/proposals/{proposal_id}/approvals``;
+    from then on, entries effective before ``ends_at`` are only accepted as out-of-period
+    adjustments, and figures as known at the close never change."""
     ctx = context(request)
     ends_at = parse_instant(body.ends_at, what="ends_at")
     assert ends_at is not None
 
-    def work(key: str) -> tuple[int, Period]:
-        p = run_in_transaction(ctx.engine, lambda uow: ledger.close_period(
-            uow, ends_at, closed_by=principal.actor, reason=body.reason))
-        return 201, Period(id=p.id, ends_at=p.ends_at, closed_at=p.closed_at,
-                           closed_by=p.closed_by, reason=p.reason)
+    def work(key: str) -> tuple[int, PeriodProposal]:
+        p = run_in_transaction(ctx.engine, lambda uow: ledger.propose_period_close(
+            uow, ends_at, proposed_by=principal.actor, reason=body.reason))
+        return 202, PeriodProposal(id=p.id, ends_at=p.ends_at, reason=p.reason,
+                                   proposed_by=p.proposed_by, proposed_at=p.proposed_at,
+                                   state="awaiting_approval", period_id=None)
 
     return idempotency.run(request, principal, idempotency_key, "ledger.period_close", {},
                            body, work, audited=True)
+
+
+@router.post("/periods/proposals/{proposal_id}/approvals", status_code=201,
+             response_model=Period, responses=problems(*MONEY),
+             summary="Approve a proposed period close: the period closes")
+def approve_period_close(
+    request: Request,
+    proposal_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    principal: AdminOrApprover,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """By someone else than the proposer (409 ``second_approver_required``, also when it was
+    approved already); refused (409) if another close has overtaken it meanwhile."""
+    ctx = context(request)
+
+    def work(key: str) -> tuple[int, Period]:
+        p = run_in_transaction(ctx.engine, lambda uow: ledger.approve_period_close(
+            uow, proposal_id, approved_by=principal.actor))
+        return 201, Period(id=p.id, ends_at=p.ends_at, closed_at=p.closed_at,
+                           closed_by=p.closed_by, reason=p.reason)
+
+    return idempotency.run(request, principal, idempotency_key, "ledger.period_close_approval",
+                           {"proposal_id": proposal_id}, None, work, audited=True)
 
 
 @router.post("/withdrawals/{withdrawal_id}/write-off-votes", status_code=201,

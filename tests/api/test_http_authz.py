@@ -7,9 +7,11 @@ went through or was refused by the domain (4xx other than 401/403/404), never by
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -45,6 +47,18 @@ def _withdrawal(api: Api, amount: str = "30000000") -> int:
 def _tx(api: Api) -> int:
     user = api.funded_user("acme")
     return fund_transaction(api, user)
+
+
+_proposal_days = itertools.count()
+
+
+def _proposal(api: Api) -> int:
+    """A period close proposed by dave, each one later than the previous (so each can close)."""
+    ends_at = datetime(2001, 1, 1, tzinfo=UTC) + timedelta(days=next(_proposal_days))
+    r = api.call("POST", "/v1/admin/periods", "dave", idem=uuid.uuid4().hex,
+                 json={"ends_at": ends_at.isoformat()})
+    assert r.status_code == 202, r.text
+    return int(r.json()["id"])
 
 
 W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
@@ -87,9 +101,14 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", lambda a: (f"/v1/admin/ledger/transactions/{_tx(a)}/reversals",
                            {"reason": "booking error"}),
         (403, 403, 403, 201, 403, 401), money=True),
-    "close_period": Endpoint(
+    "propose_period_close": Endpoint(
         "POST", lambda a: ("/v1/admin/periods", {"ends_at": "2020-01-01T00:00:00Z"}),
-        (403, 403, 403, 201, 403, 401), money=True),
+        (403, 403, 403, 202, 403, 401), money=True),
+    # A fresh proposal by dave (admin) per caller: carol (admin) and alice (approver) are
+    # second persons.
+    "approve_period_close": Endpoint(
+        "POST", lambda a: (f"/v1/admin/periods/proposals/{_proposal(a)}/approvals", None),
+        (403, 403, 403, 201, 201, 401), money=True),
     # Reserved, not awaiting a write-off: allowed for an admin, refused by the service (409).
     "write_off_vote": Endpoint(
         "POST", lambda a: (f"/v1/admin/withdrawals/{_withdrawal(a)}/write-off-votes",

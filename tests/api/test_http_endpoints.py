@@ -78,9 +78,21 @@ def test_metrics_cases_and_period_close(api: Api) -> None:
     assert 'custody_deposits_waiting_finality{chain="devnet"} 1' in text
     assert "custody_reconciliation_cases_open 0" in text
     assert api.call("GET", "/v1/admin/cases", "sam").json() == {"items": []}
-    closed = api.call("POST", "/v1/admin/periods", "carol", idem="p",
-                      json={"ends_at": "2020-01-01T00:00:00Z", "reason": "year end"})
-    assert closed.status_code == 201 and closed.json()["closed_by"] == "carol"
+    proposed = api.call("POST", "/v1/admin/periods", "carol", idem="p",
+                        json={"ends_at": "2020-01-01T00:00:00Z", "reason": "year end"})
+    assert proposed.status_code == 202, proposed.text
+    proposal = proposed.json()
+    assert (proposal["state"], proposal["proposed_by"], proposal["period_id"]) == (
+        "awaiting_approval", "carol", None)
+    approvals = f"/v1/admin/periods/proposals/{proposal['id']}/approvals"
+    own = api.call("POST", approvals, "carol", idem="a1")
+    assert own.status_code == 409 and own.json()["code"] == "second_approver_required"
+    closed = api.call("POST", approvals, "dave", idem="a2")
+    assert closed.status_code == 201 and closed.json()["closed_by"] == "dave"
+    again = api.call("POST", approvals, "alice", idem="a3")
+    assert again.status_code == 409 and again.json()["code"] == "second_approver_required"
+    missing = api.call("POST", "/v1/admin/periods/proposals/999999/approvals", "dave", idem="a4")
+    assert missing.status_code == 404 and missing.json()["code"] == "period_proposal_not_found"
     earlier = api.call("POST", "/v1/admin/periods", "dave", idem="p",
                        json={"ends_at": "2019-01-01T00:00:00Z"})
     assert earlier.status_code == 409 and earlier.json()["code"] == "period_close_invalid"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+import threading
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -19,7 +20,9 @@ from ledger.errors import (
     NotOutOfPeriod,
     PeriodClosed,
     PeriodCloseInvalid,
+    PeriodProposalNotFound,
     ReversalExceedsOriginal,
+    SecondApproverRequired,
 )
 from ledger.model import Entry, Line, amount_json
 from tests.ledger.conftest import T0, Book, transfer
@@ -425,6 +428,90 @@ class TestPeriods:
         with pytest.raises(sa.exc.DBAPIError, match="append-only"):
             with owner.begin() as conn:
                 conn.execute(sa.text("DELETE FROM ledger_periods"))
+
+
+class TestTwoPersonPeriodClose:
+    def propose(self, book: Book, ends_at: datetime, by: str = "carol") -> int:
+        with UnitOfWork(book.engine) as uow:
+            proposal = service.propose_period_close(uow, ends_at, proposed_by=by, reason="eom")
+            uow.commit()
+        return proposal.id
+
+    def approve(self, book: Book, proposal_id: int, by: str) -> int:
+        with UnitOfWork(book.engine) as uow:
+            period = service.approve_period_close(uow, proposal_id, approved_by=by)
+            uow.commit()
+        return period.id
+
+    def periods(self, book: Book) -> list[tuple[object, ...]]:
+        with book.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(sa.text(
+                "SELECT p.closed_by, a.approved_by, q.proposed_by FROM ledger_periods p "
+                "LEFT JOIN ledger_period_approvals a ON a.period_id = p.id "
+                "LEFT JOIN ledger_period_proposals q ON q.id = a.proposal_id"))]
+
+    def test_a_proposal_closes_nothing_until_someone_else_approves(self, book: Book) -> None:
+        book.deposit("u1", 100, "d1", at=T0)
+        proposal = self.propose(book, T0 + timedelta(days=1))
+        # Still open: an entry effective before the proposed end is accepted.
+        book.deposit("u1", 5, "d2", at=T0 + timedelta(hours=1))
+        with pytest.raises(SecondApproverRequired):
+            self.approve(book, proposal, "carol")
+        assert self.periods(book) == []
+        self.approve(book, proposal, "dave")
+        assert self.periods(book) == [("dave", "dave", "carol")]
+        with pytest.raises(PeriodClosed):
+            book.deposit("u1", 5, "d3", at=T0 + timedelta(hours=2))
+        with pytest.raises(SecondApproverRequired, match="approved already"):
+            self.approve(book, proposal, "erin")
+
+    def test_proposals_that_could_never_close_are_refused(self, book: Book) -> None:
+        with pytest.raises(PeriodCloseInvalid, match="future"):
+            self.propose(book, T0 + timedelta(days=36500))
+        self.approve(book, self.propose(book, T0), "dave")
+        with pytest.raises(PeriodCloseInvalid, match="already closed"):
+            self.propose(book, T0 - timedelta(days=1))
+        with pytest.raises(PeriodProposalNotFound):
+            self.approve(book, 987_654, "dave")
+
+    def test_a_proposal_overtaken_by_another_close_is_refused(self, book: Book) -> None:
+        early = self.propose(book, T0)
+        self.approve(book, self.propose(book, T0 + timedelta(days=1)), "dave")
+        with pytest.raises(PeriodCloseInvalid, match="already closed"):
+            self.approve(book, early, "dave")
+        assert len(self.periods(book)) == 1
+
+    def test_concurrent_approvals_close_once(self, book: Book) -> None:
+        proposal = self.propose(book, T0)
+        outcomes: list[str] = []
+
+        def approve(who: str) -> None:
+            try:
+                run_in_transaction(book.engine, lambda uow: service.approve_period_close(
+                    uow, proposal, approved_by=who))
+                outcomes.append("closed")
+            except PeriodCloseInvalid as exc:
+                outcomes.append(type(exc).__name__)
+
+        threads = [threading.Thread(target=approve, args=(f"admin{i}",)) for i in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert sorted(outcomes) == ["SecondApproverRequired"] * 7 + ["closed"]
+        assert len(self.periods(book)) == 1
+
+    def test_database_refuses_an_approval_by_the_proposer(self, book: Book) -> None:
+        proposal = self.propose(book, T0)
+        with pytest.raises(sa.exc.DBAPIError, match="the proposer cannot approve"):
+            with book.engine.begin() as conn:
+                period = conn.execute(sa.text(
+                    "INSERT INTO ledger_periods (ends_at, closed_by) VALUES (:e, 'carol') "
+                    "RETURNING id"), {"e": T0}).scalar_one()
+                conn.execute(sa.text(
+                    "INSERT INTO ledger_period_approvals (proposal_id, period_id, approved_by) "
+                    "VALUES (:p, :i, 'carol')"), {"p": proposal, "i": period})
+        assert self.periods(book) == []
 
 
 class TestStatement:

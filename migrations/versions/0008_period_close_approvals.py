@@ -1,6 +1,6 @@
-"""API: cheaper authentication and reads for the hot HTTP paths (set in the 0008 SQL file)
+"""Ledger: closing a period takes two people (a proposal and another person's approval)
 
-Revision ID: 0008_api_fast_path
+Revision ID: 0008_period_close_approvals
 Revises: 0007_withdrawal_fast_path
 Create Date: 2026-11-30
 """
@@ -9,7 +9,7 @@ from alembic import op
 
 from migrations import run_sql_file
 
-revision = "0008_api_fast_path"
+revision = "0008_period_close_approvals"
 down_revision = "0007_withdrawal_fast_path"
 branch_labels = None
 depends_on = None
@@ -17,7 +17,7 @@ depends_on = None
 
 def upgrade() -> None:
     """Run the revision's SQL file (functions, triggers and grants)."""
-    run_sql_file(op.get_bind(), "0008_api_fast_path.sql")
+    run_sql_file(op.get_bind(), "0008_period_close_approvals.sql")
 
 
 def downgrade() -> None:
