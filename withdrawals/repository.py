@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 
 from ledger.model import Account, AccountType, Asset
@@ -74,74 +75,111 @@ def _withdrawal(row: Any) -> WithdrawalRecord:
     )
 
 
-@dataclass(frozen=True)
-class Created:
-    """A withdrawal just inserted (state ``requested``), with what its reserve needs from the
-    ledger, read in the same statement: the ledger asset named by ``asset_code`` (None if the
-    ledger has no such asset) and those of the asked account codes that exist in it."""
+def _call(conn: Connection, statement: str, params: tuple[Any, ...]) -> Any:
+    """Run ``statement`` on the unit of work's psycopg connection, in its transaction, and
+    return its one row.
 
-    withdrawal: WithdrawalRecord
+    For the reserve's hot statements only: SQLAlchemy's execution layer cost about 0.1 ms of
+    client CPU per statement here (result metadata, contexts), more than the driver call itself
+    (bench/RESULTS.md). The connection's ``before_cursor_execute`` / ``after_cursor_execute``
+    events fire as SQLAlchemy fires them, so statement counts (tests, bench) and SQL tracing
+    still see these statements (a listener's rewritten statement, ``retval=True``, is not
+    used, and ``handle_error`` does not fire). Driver errors are re-raised as SQLAlchemy's
+    ``DBAPIError`` subclasses, as from any other repository function (retries read their
+    SQLSTATE); a connection the driver reports broken is invalidated.
+    """
+    # SQLAlchemy must know the transaction, or its commit would not reach the driver.
+    assert conn.in_transaction(), "repository functions run in the unit of work's transaction"
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        conn.dispatch.before_cursor_execute(conn, cursor, statement, params, None, False)
+        try:
+            cursor.execute(statement, params)
+            row = cursor.fetchone()
+        except conn.dialect.loaded_dbapi.Error as exc:
+            if driver.broken:
+                conn.invalidate(exc)
+            raise sa_exc.DBAPIError.instance(
+                statement, params, exc, conn.dialect.loaded_dbapi.Error) from exc
+        conn.dispatch.after_cursor_execute(conn, cursor, statement, params, None, False)
+    finally:
+        cursor.close()
+    assert row is not None, statement
+    return row
+
+
+@dataclass(frozen=True)
+class ReserveOpened:
+    """What the first statement of a reserve read under the (user, asset) daily-limit lock:
+    the withdrawal already stored under the request key (``existing_id``), else a new
+    ``withdrawal_id``; the amount requested in the window that counts toward the limit; the
+    ledger asset (None if the ledger has no such asset) and those of the user's two accounts
+    that exist in it, by code."""
+
+    existing_id: int | None
+    withdrawal_id: int | None
+    used_minor: int
     asset: Asset | None
     accounts: dict[str, Account]
 
 
-#: One statement: the daily-limit lock, the insert, and the ledger asset and accounts.
-_CREATE_SQL = """
-WITH locked AS (
-  SELECT pg_advisory_xact_lock(7321, hashtext(CAST(:lock_key AS text)))
-), ins AS (
-  INSERT INTO withdrawals ({cols}) SELECT {params} FROM locked
-  ON CONFLICT (user_id, request_key) DO NOTHING RETURNING *
-)
-SELECT ins.*, s.id AS ledger_asset_id, s.scale AS ledger_asset_scale,
-  (SELECT coalesce(json_agg(json_build_object(
-            'id', a.id, 'code', a.code, 'type', a.type,
-            'dnec', a.debits_must_not_exceed_credits, 'cned', a.credits_must_not_exceed_debits)),
-          '[]'::json)
-     FROM accounts a WHERE a.asset_id = s.id AND a.code = ANY(CAST(:codes AS text[])))
-    AS ledger_accounts
-FROM ins LEFT JOIN assets s ON s.code = ins.asset_code
-"""
+_OPEN_RESERVE_SQL = "SELECT * FROM withdrawal_reserve_open(%s, %s, %s, %s, %s, %s)"
 
 
-@lru_cache(maxsize=8)
-def _create_statement(columns: tuple[str, ...]) -> sa.TextClause:
-    # Built once per column set: parsing a text() clause costs more than running it here.
-    return sa.text(_CREATE_SQL.format(cols=", ".join(columns),
-                                      params=", ".join(f":{k}" for k in columns)))
+def open_reserve(conn: Connection, user_id: str, asset_code: str, request_key: str,
+                 since: datetime, wallet_code: str, withdrawals_code: str) -> ReserveOpened:
+    """Take the (user, asset) daily-limit lock until commit and read, under it, what a reserve
+    needs (``withdrawal_reserve_open``, migrations/sql/0007): one statement, writes nothing.
 
-
-def create_withdrawal(conn: Connection, values: dict[str, Any],
-                      account_codes: Sequence[str]) -> Created | None:
-    """Lock the daily limit of (user, asset), insert a withdrawal in state ``requested`` and
-    read the ledger asset and ``account_codes``, in one statement; None if (user, request_key)
-    exists.
-
-    Lock order: the advisory lock of (user, asset) is taken before the insert (the insert reads
-    its row from ``locked``), so every request takes the limit lock first and the key second:
-    two requests can never wait on each other's lock and key. The lock is held until commit;
-    the next statement (``amount_requested_since``) gets a new snapshot taken after the lock was
-    granted, so it sees every withdrawal of that user and asset committed before.
-
-    A concurrent insert of the same key waits for the first one (lock, then unique index) to
-    commit or roll back, so exactly one request per key gets a row. ``values`` must hold
-    ``user_id`` and ``asset_code``, and no NULL outside text columns (they are sent untyped).
+    Races prevented by the lock: two concurrent requests of one user and asset together passing
+    the daily limit (each would miss the other's amount), and two requests with one key and
+    asset both creating a withdrawal (the second waits here, then finds the first's row). The
+    reads run after the lock was granted, with a fresh snapshot.
     """
-    row = conn.execute(
-        _create_statement(tuple(values)),
-        {**values, "lock_key": limit_lock_key(values["user_id"], values["asset_code"]),
-         "codes": list(account_codes)},
-    ).first()
-    if row is None:
-        return None
-    asset = (None if row.ledger_asset_id is None
-             else Asset(id=row.ledger_asset_id, code=row.asset_code, scale=row.ledger_asset_scale))
-    accounts = {} if asset is None else {
-        a["code"]: Account(id=a["id"], code=a["code"], asset=asset, type=AccountType(a["type"]),
-                           debits_must_not_exceed_credits=a["dnec"],
-                           credits_must_not_exceed_debits=a["cned"])
-        for a in row.ledger_accounts}
-    return Created(_withdrawal(row), asset, accounts)
+    row = _call(conn, _OPEN_RESERVE_SQL,
+                (user_id, asset_code, request_key, since, wallet_code, withdrawals_code))
+    existing_id, withdrawal_id, used_minor, asset_id, asset_scale = row[:5]
+    asset = (None if asset_id is None
+             else Asset(id=asset_id, code=asset_code, scale=asset_scale))
+    accounts = {}
+    if asset is not None:
+        for code, (account_id, account_type, dnec, cned) in (
+                (wallet_code, row[5:9]), (withdrawals_code, row[9:13])):
+            if account_id is not None:
+                accounts[code] = Account(id=account_id, code=code, asset=asset,
+                                         type=AccountType(account_type),
+                                         debits_must_not_exceed_credits=dnec,
+                                         credits_must_not_exceed_debits=cned)
+    return ReserveOpened(existing_id, withdrawal_id, to_int(used_minor), asset, accounts)
+
+
+_RECORD_RESERVE_SQL = ("SELECT withdrawal_reserve_record(" + ", ".join(["%s"] * 22) + ")")
+
+
+def record_reserve(conn: Connection, w: WithdrawalRecord, history: HistoryRow,
+                   withdrawals_account_id: int) -> int:
+    """Insert the requested withdrawal ``w`` in its reserved state (``history.to_state``, with
+    ``history.reason`` as its state reason) and its history row (``requested`` ->
+    ``history.to_state``), after its reserve (``history.ledger_transaction_id``) was posted in
+    this transaction: one statement (``withdrawal_reserve_record``, migrations/sql/0007).
+    Returns the reserve posting id, the posting on ``withdrawals_account_id`` that the settle
+    or release closes.
+
+    The database refuses (IntegrityError, check_violation) a reserve transaction that is not
+    this withdrawal's (key ``withdrawal:{id}:reserve``, ``amount + fee_max`` credited to the
+    user's withdrawals account), and raises 40001 if another transaction committed the same
+    (user, key) meanwhile: the unit of work is then retried and finds it.
+    """
+    assert w.state is State.REQUESTED and history.ledger_transaction_id is not None
+    (posting_id,) = _call(conn, _RECORD_RESERVE_SQL, (
+        w.id, w.user_id, w.request_key, w.fingerprint, w.requested_by, w.chain, w.asset_code,
+        w.token, w.destination, w.amount_minor, w.fee_max_minor, w.fee_minor, w.chain_amount,
+        w.approvals_required, str(history.to_state), history.event, history.reason,
+        json.dumps(history.evidence, default=str), history.actor, history.occurred_at,
+        history.ledger_transaction_id, withdrawals_account_id))
+    return int(posting_id)
 
 
 def find_accounts(conn: Connection, asset_code: str,
@@ -221,11 +259,8 @@ class HistoryRow:
 
 
 @lru_cache(maxsize=64)
-def _transition_statement(columns: tuple[str, ...], with_reserve: bool) -> sa.TextClause:
+def _transition_statement(columns: tuple[str, ...]) -> sa.TextClause:
     sets = [f"{k} = :{k}" for k in columns]
-    if with_reserve:
-        sets.append("reserve_posting_id = (SELECT p.id FROM ledger_postings p "
-                    "WHERE p.transaction_id = :rp_tx AND p.account_id = :rp_account)")
     return sa.text(
         f"WITH u AS (UPDATE withdrawals SET {', '.join(sets)} WHERE id = :id RETURNING *), "
         "e AS (INSERT INTO withdrawal_events (withdrawal_id, from_state, to_state, event, "
@@ -239,19 +274,14 @@ def _transition_statement(columns: tuple[str, ...], with_reserve: bool) -> sa.Te
 
 
 def record_transition(conn: Connection, withdrawal_id: int, values: dict[str, Any],
-                      history: HistoryRow, *,
-                      reserve_of: tuple[int, int] | None = None) -> WithdrawalRecord:
-    """Set columns of a withdrawal (its row locked by the caller, or inserted by this
-    transaction), append its history row and return the updated withdrawal: one statement.
-
-    ``reserve_of`` = (ledger transaction id, account id): also set ``reserve_posting_id`` to
-    that transaction's posting on that account (an indexed lookup on
-    ``ledger_postings (transaction_id, line_no)``). None there violates the table's CHECK.
+                      history: HistoryRow) -> WithdrawalRecord:
+    """Set columns of a withdrawal (its row locked by the caller), append its history row and
+    return the updated withdrawal: one statement. (A reserve inserts the withdrawal in its
+    reserved state instead: ``record_reserve``.)
     """
     row = conn.execute(
-        _transition_statement(tuple(values), reserve_of is not None),
+        _transition_statement(tuple(values)),
         {**values, "id": withdrawal_id,
-         "rp_tx": reserve_of and reserve_of[0], "rp_account": reserve_of and reserve_of[1],
          "h_from": history.from_state and str(history.from_state),
          "h_to": str(history.to_state), "h_event": history.event, "h_reason": history.reason,
          "h_evidence": json.dumps(history.evidence, default=str), "h_actor": history.actor,
@@ -291,38 +321,6 @@ def list_events(conn: Connection, withdrawal_id: int) -> list[EventRecord]:
 
 
 # --- policy ---------------------------------------------------------------------------------
-
-
-def limit_lock_key(user_id: str, asset_code: str) -> str:
-    """Key of the advisory lock (7321, hashtext(key)) that serializes the daily-limit checks of
-    one user and asset until commit (taken by ``create_withdrawal``).
-
-    Race prevented: two concurrent requests each seeing the other's amount missing from the
-    day's total and together passing the limit.
-    """
-    return f"{user_id}/{asset_code}"
-
-
-_REQUESTED_SINCE = sa.text(
-    "SELECT coalesce(sum(amount_minor), 0) FROM withdrawals WHERE user_id = :u "
-    "AND asset_code = :a AND requested_at >= :s AND id <> :x AND state NOT IN "
-    "('canceled', 'rejected', 'released', 'reverted', 'requested')"
-)
-
-
-def amount_requested_since(conn: Connection, user_id: str, asset_code: str,
-                           since: datetime, exclude_id: int) -> int:
-    """Sum of the user's withdrawals of ``asset_code`` requested at or after ``since``,
-    except those that were canceled, rejected or released (no money left).
-
-    Run it after ``create_withdrawal`` took the (user, asset) lock, in a later statement (a
-    snapshot taken before the lock was granted could miss a withdrawal committed meanwhile).
-    """
-    total = conn.execute(
-        _REQUESTED_SINCE,
-        {"u": user_id, "a": asset_code, "s": since, "x": exclude_id},
-    ).scalar_one()
-    return to_int(total)
 
 
 @dataclass(frozen=True)

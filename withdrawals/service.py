@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -113,76 +113,93 @@ def validate_request(cfg: WithdrawalsConfig, own: OwnAddresses,
 
 def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses,
                        req: WithdrawalRequest, *, now: datetime) -> Requested:
-    """Validate, then insert the withdrawal and post its reserve in one unit of work.
+    """Validate, then post the reserve and insert the withdrawal in one unit of work.
 
     The reserve (``DR user:wallet amount + fee_max`` / ``CR user:withdrawals``) is checked
     against the wallet's balance under the ledger's row lock: InsufficientFunds refuses it and
     nothing is written. The same (user, key) with the same request returns the first
     withdrawal; with another request, WithdrawalKeyConflict.
+
+    Three statements when the user's accounts exist (a replay: two): the daily-limit lock with
+    what the reserve reads under it (``repo.open_reserve``), the ledger post, and the insert of
+    the withdrawal in its reserved state with its history row (``repo.record_reserve``).
     """
     policy, destination, chain_amount = validate_request(cfg, own, req)
     fingerprint = _fingerprint(req, destination)
-
-    user_specs = (chart.user_wallet(req.user_id), chart.user_withdrawals(req.user_id))
+    wallet_code = chart.user_wallet(req.user_id).code
+    withdrawals_code = chart.user_withdrawals(req.user_id).code
 
     def work(uow: UnitOfWork) -> Requested:
-        created = repo.create_withdrawal(uow.conn, {
-            "user_id": req.user_id, "request_key": req.request_key,
-            "fingerprint": fingerprint, "requested_by": req.requested_by or req.user_id,
-            "chain": req.chain, "asset_code": req.asset, "token": policy.token,
-            "destination": destination, "amount_minor": req.amount_minor,
-            "fee_max_minor": policy.fee_max_minor,
-            "fee_minor": model.fee_charged(policy.fee_minor, policy.fee_max_minor),
-            "chain_amount": chain_amount,
-            "approvals_required": model.approvals_required(
+        opened = repo.open_reserve(uow.conn, req.user_id, req.asset, req.request_key,
+                                   now - timedelta(days=1), wallet_code, withdrawals_code)
+        if opened.existing_id is not None:
+            existing = repo.get_withdrawal(uow.conn, opened.existing_id)
+            assert existing is not None, "read under the lock, withdrawals are never deleted"
+            if existing.fingerprint != fingerprint:
+                raise WithdrawalKeyConflict(
+                    f"key {req.request_key} was used for a different withdrawal request")
+            return Requested(existing, True)
+        assert opened.withdrawal_id is not None
+        # The request as a withdrawal in state ``requested``: never stored as such, it is
+        # inserted once its reserve is posted, in its reserved state.
+        w = WithdrawalRecord(
+            id=opened.withdrawal_id, user_id=req.user_id, request_key=req.request_key,
+            fingerprint=fingerprint, requested_by=req.requested_by or req.user_id,
+            chain=req.chain, asset_code=req.asset, token=policy.token, destination=destination,
+            amount_minor=req.amount_minor, fee_minor=model.fee_charged(
+                policy.fee_minor, policy.fee_max_minor),
+            fee_max_minor=policy.fee_max_minor, chain_amount=chain_amount,
+            approvals_required=model.approvals_required(
                 req.amount_minor, policy.approval_threshold_minor,
                 policy.dual_approval_threshold_minor),
-            "state": str(State.REQUESTED), "requested_at": now, "state_changed_at": now,
-        }, [spec.code for spec in user_specs])
-        if created is not None:
-            return Requested(_reserve(uow, policy, created, now=now), False)
-        existing = repo.find_by_key(uow.conn, req.user_id, req.request_key)
-        assert existing is not None, "a conflicting insert means the key's row exists"
-        if existing.fingerprint != fingerprint:
-            raise WithdrawalKeyConflict(
-                f"key {req.request_key} was used for a different withdrawal request")
-        return Requested(existing, True)
+            state=State.REQUESTED, state_reason=None, hot_wallet=None, nonce=None,
+            reserve_transaction_id=None, reserve_posting_id=None, closing_transaction_id=None,
+            landed_attempt_id=None, requested_at=now, state_changed_at=now, unknown_since=None)
+        return Requested(_reserve(uow, policy, w, opened, now=now), False)
 
     return run_in_transaction(engine, work)
 
 
-def _reserve(uow: UnitOfWork, policy: AssetPolicy, created: repo.Created, *,
-             now: datetime) -> WithdrawalRecord:
-    """Check the limit and post the reserve of a withdrawal just created (4 statements in all
-    when the user's accounts exist: create, daily sum, ledger post, update with history)."""
-    w = created.withdrawal
-    accounts = _known_accounts(w, created.accounts) or _open_accounts(uow, w)
+def _reserve(uow: UnitOfWork, policy: AssetPolicy, w: WithdrawalRecord,
+             opened: repo.ReserveOpened, *, now: datetime) -> WithdrawalRecord:
+    """Check the limit, post the reserve of the requested withdrawal ``w`` and insert it in
+    its reserved state with its history row (2 statements after ``open_reserve`` when the
+    user's accounts exist)."""
+    accounts = _known_accounts(w.user_id, opened.accounts) or _open_accounts(uow, w)
     # The chain amount was converted with the configured scale: it must be the ledger's.
     stored_scale = accounts[0].asset.scale
     if stored_scale != policy.scale:
         raise ConfigurationInvalid(
             f"{w.asset_code} has scale {stored_scale} in the ledger but {policy.scale} in the "
             "withdrawal configuration")
-    # create_withdrawal took the (user, asset) limit lock in the previous statement; this one
-    # reads the day's total with a snapshot taken under it.
-    used = repo.amount_requested_since(uow.conn, w.user_id, w.asset_code,
-                                       now - timedelta(days=1), w.id)
+    # open_reserve read the day's total under the (user, asset) limit lock, held until commit.
+    used = opened.used_minor
     if used + w.amount_minor > policy.daily_limit_minor:
         raise DailyLimitExceeded(
             f"{w.user_id}: {used} + {w.amount_minor} {w.asset_code} in 24 h would pass the daily "
             f"limit {policy.daily_limit_minor}")
     event = Event.APPROVAL_REQUIRED if w.approvals_required else Event.RESERVE_POSTED
-    return apply(uow, w, event, now=now, actor=w.requested_by,
-                 reason=f"{w.approvals_required} approval(s) required" if w.approvals_required
-                 else "reserved", evidence={"daily_used_minor": str(used)}, accounts=accounts)
+    reason = (f"{w.approvals_required} approval(s) required" if w.approvals_required
+              else "reserved")
+    t = model.transition(w.state, event, now=now)
+    assert t.effects == (Effect.POST_RESERVE,), t
+    ledger_tx = _post_effects(uow, w, t, reason=reason, gas=None, return_entry=None,
+                              accounts=accounts)
+    assert ledger_tx is not None
+    history = repo.HistoryRow(
+        from_state=t.from_state, to_state=t.to_state, event=str(event), reason=reason,
+        evidence={"daily_used_minor": str(used)}, actor=w.requested_by, occurred_at=now,
+        ledger_transaction_id=ledger_tx)
+    posting_id = repo.record_reserve(uow.conn, w, history, accounts[1].id)
+    return replace(w, state=t.to_state, state_reason=reason, reserve_transaction_id=ledger_tx,
+                   reserve_posting_id=posting_id)
 
 
-def _known_accounts(w: WithdrawalRecord,
-                    found: dict[str, Account]) -> tuple[Account, Account] | None:
+def _known_accounts(user_id: str, found: dict[str, Account]) -> tuple[Account, Account] | None:
     """The user's (wallet, withdrawals) accounts among ``found``, if both are there and are
     what the chart says they are (else the ledger opens or refuses them)."""
     pair = []
-    for spec in (chart.user_wallet(w.user_id), chart.user_withdrawals(w.user_id)):
+    for spec in (chart.user_wallet(user_id), chart.user_withdrawals(user_id)):
         account = found.get(spec.code)
         if account is None or (
                 account.type, account.debits_must_not_exceed_credits,
@@ -206,7 +223,7 @@ def _accounts(uow: UnitOfWork, w: WithdrawalRecord) -> tuple[Account, Account]:
     _, found = repo.find_accounts(
         uow.conn, w.asset_code,
         [chart.user_wallet(w.user_id).code, chart.user_withdrawals(w.user_id).code])
-    return _known_accounts(w, found) or _open_accounts(uow, w)
+    return _known_accounts(w.user_id, found) or _open_accounts(uow, w)
 
 
 def _entry(w: WithdrawalRecord, step: str, kind: str, lines: Sequence[Line], *, now: datetime,
@@ -250,18 +267,14 @@ def apply(uow: UnitOfWork, w: WithdrawalRecord, event: Event, *, now: datetime, 
     (read when needed otherwise). Returns the withdrawal as updated.
     """
     t = model.transition(w.state, event, now=now)
-    if accounts is None and {Effect.POST_RESERVE, Effect.POST_RELEASE} & set(t.effects):
+    # A stored withdrawal is never in ``requested``: its reserve is posted by
+    # request_withdrawal, which inserts it in its reserved state.
+    assert Effect.POST_RESERVE not in t.effects, "the reserve belongs to request_withdrawal"
+    if accounts is None and Effect.POST_RELEASE in t.effects:
         accounts = _accounts(uow, w)
     ledger_tx = _post_effects(uow, w, t, reason=reason, gas=gas, return_entry=return_entry,
                               accounts=accounts)
-    reserve_of = None
-    if Effect.POST_RESERVE in t.effects:
-        assert ledger_tx is not None and accounts is not None
-        updates["reserve_transaction_id"] = ledger_tx
-        # The reserve posting is the one on user:withdrawals (the posting the settle or
-        # release closes), looked up in the update itself.
-        reserve_of = (ledger_tx, accounts[1].id)
-    elif ledger_tx is not None and {Effect.POST_SETTLE, Effect.POST_RELEASE} & set(t.effects):
+    if ledger_tx is not None and {Effect.POST_SETTLE, Effect.POST_RELEASE} & set(t.effects):
         updates["closing_transaction_id"] = ledger_tx
     if t.to_state is State.UNKNOWN and w.unknown_since is None:
         updates["unknown_since"] = now
@@ -273,7 +286,7 @@ def apply(uow: UnitOfWork, w: WithdrawalRecord, event: Event, *, now: datetime, 
         from_state=t.from_state, to_state=t.to_state, event=str(event), reason=reason,
         evidence=evidence or {}, actor=actor, occurred_at=now, ledger_transaction_id=ledger_tx,
         attempt_id=attempt_id)
-    return repo.record_transition(uow.conn, w.id, updates, history, reserve_of=reserve_of)
+    return repo.record_transition(uow.conn, w.id, updates, history)
 
 
 def _post_effects(uow: UnitOfWork, w: WithdrawalRecord, t: Transition, *, reason: str | None,

@@ -176,13 +176,16 @@ class TestRequest:
         assert balance(wbook, "user:u1:withdrawals") == 22 * 902_000_000
         assert verify(wbook).ok
 
-    def test_reserve_takes_four_statements(self, wbook: Engine, cfg: WithdrawalsConfig,
-                                           own: SetOwnAddresses) -> None:
-        # The user's accounts exist: create (lock + insert + accounts), daily sum, ledger post,
-        # update with its history row. The reserve posting id is the one on user:withdrawals.
+    def test_reserve_takes_three_statements(self, wbook: Engine, cfg: WithdrawalsConfig,
+                                            own: SetOwnAddresses) -> None:
+        # The user's accounts exist: open (lock, key, daily sum, accounts), ledger post, insert
+        # in the reserved state with its history row. The reserve posting id is the one on
+        # user:withdrawals.
         with statements(wbook) as seen:
             w = service.request_withdrawal(wbook, cfg, own, req(), now=T0).withdrawal
-        assert len(seen) == 4, seen
+        assert len(seen) == 3, seen
+        # What the request returns is what was stored.
+        assert service.get_withdrawal(wbook, w.id) == w
         tl = service.timeline(wbook, w.id)
         [reserve] = [p for p in tl.transactions[0].postings if p.amount_minor < 0]
         assert w.reserve_posting_id == reserve.id

@@ -1,0 +1,230 @@
+"""The reserve's server-side functions (migrations/sql/0007) against real PostgreSQL: what they
+refuse, that a refusal writes nothing, the lock they hold, and the outbox's decimal rendering."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from config.uow import UnitOfWork, sqlstate
+from config.withdrawals import WithdrawalsConfig
+from ledger import chart
+from ledger import service as ledger
+from ledger.model import Account, Entry, credit, debit
+from withdrawals import errors, service
+from withdrawals import repository as repo
+from withdrawals.model import State
+from withdrawals.repository import HistoryRow, WithdrawalRecord
+
+from .conftest import CHAIN, DEST, FAKE_TOKEN, T0, SetOwnAddresses, balance, fund, req
+
+SINCE = T0 - timedelta(days=1)
+
+
+def count(engine: Engine, table: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def open_for(uow: UnitOfWork, user: str = "u1", key: str = "k1",
+             asset: str = "USDC") -> repo.ReserveOpened:
+    return repo.open_reserve(uow.conn, user, asset, key, SINCE, chart.user_wallet(user).code,
+                             chart.user_withdrawals(user).code)
+
+
+def requested(withdrawal_id: int, *, user: str = "u1", key: str = "k1",
+              amount_minor: int = 30_000_000, fee_max_minor: int = 2_000_000,
+              asset: str = "USDC", approvals_required: int = 0) -> WithdrawalRecord:
+    """A withdrawal as request_withdrawal builds it before its reserve (state requested)."""
+    return WithdrawalRecord(
+        id=withdrawal_id, user_id=user, request_key=key, fingerprint="ab" * 32,
+        requested_by=user, chain=CHAIN, asset_code=asset, token=FAKE_TOKEN,
+        destination=DEST.lower(), amount_minor=amount_minor, fee_minor=400_000,
+        fee_max_minor=fee_max_minor, chain_amount=amount_minor,
+        approvals_required=approvals_required, state=State.REQUESTED, state_reason=None,
+        hot_wallet=None, nonce=None, reserve_transaction_id=None, reserve_posting_id=None,
+        closing_transaction_id=None, landed_attempt_id=None, requested_at=T0,
+        state_changed_at=T0, unknown_since=None)
+
+
+def post_reserve(uow: UnitOfWork, w: WithdrawalRecord,
+                 accounts: tuple[Account, Account]) -> HistoryRow:
+    """Post ``w``'s reserve through the ledger; the history row that records it."""
+    wallet, withdrawals = accounts
+    tx = ledger.post(uow, Entry(f"withdrawal:{w.id}:reserve", "withdrawal_reserve", T0,
+                                "withdrawals", (debit(wallet, w.reserved_minor),
+                                                credit(withdrawals, w.reserved_minor)),
+                                reference=f"withdrawal:{w.id}")).transaction_id
+    return HistoryRow(from_state=State.REQUESTED, to_state=State.RESERVED,
+                      event="reserve_posted", reason="reserved", evidence={}, actor=w.user_id,
+                      occurred_at=T0, ledger_transaction_id=tx)
+
+
+def user_accounts(opened: repo.ReserveOpened, user: str = "u1") -> tuple[Account, Account]:
+    return (opened.accounts[chart.user_wallet(user).code],
+            opened.accounts[chart.user_withdrawals(user).code])
+
+
+Tamper = Callable[[WithdrawalRecord, HistoryRow, tuple[Account, Account]],
+                  tuple[WithdrawalRecord, HistoryRow, int]]
+
+TAMPERED: dict[str, Tamper] = {
+    # Each one names a reserve that is not exactly this withdrawal's.
+    "amount": lambda w, h, a: (replace(w, amount_minor=w.amount_minor + 1), h, a[1].id),
+    "max fee": lambda w, h, a: (replace(w, fee_max_minor=w.fee_max_minor - 1), h, a[1].id),
+    "asset": lambda w, h, a: (replace(w, asset_code="ETH"), h, a[1].id),
+    "user": lambda w, h, a: (replace(w, user_id="u2"), h, a[1].id),
+    "withdrawal id": lambda w, h, a: (replace(w, id=w.id + 1000), h, a[1].id),
+    "account": lambda w, h, a: (w, h, a[0].id),
+    "transaction": lambda w, h, a: (w, replace(h, ledger_transaction_id=1), a[1].id),
+    "state": lambda w, h, a: (w, replace(h, to_state=State.SETTLED), a[1].id),
+    "approvals": lambda w, h, a: (replace(w, approvals_required=1), h, a[1].id),
+}
+
+
+class TestRecordReserve:
+    @pytest.mark.parametrize("tampered", sorted(TAMPERED))
+    def test_refuses_a_reserve_that_is_not_the_withdrawals_and_writes_nothing(
+            self, wbook: Engine, tampered: str) -> None:
+        with UnitOfWork(wbook) as uow:
+            opened = open_for(uow)
+            assert opened.withdrawal_id is not None and opened.existing_id is None
+            w = requested(opened.withdrawal_id)
+            accounts = user_accounts(opened)
+            history = post_reserve(uow, w, accounts)
+            bad_w, bad_history, account_id = TAMPERED[tampered](w, history, accounts)
+            savepoint = uow.conn.begin_nested()
+            with pytest.raises(sa_exc.IntegrityError) as refused:
+                repo.record_reserve(uow.conn, bad_w, bad_history, account_id)
+            assert sqlstate(refused.value) == "23514"
+            savepoint.rollback()
+            in_tx = uow.conn.execute(sa.text(
+                "SELECT (SELECT count(*) FROM withdrawals), (SELECT count(*) FROM "
+                "withdrawal_events), (SELECT count(*) FROM outbox_events)")).one()
+            assert tuple(in_tx) == (0, 0, 0)
+            # The right reserve, in the same transaction, is accepted.
+            posting_id = repo.record_reserve(uow.conn, w, history, accounts[1].id)
+            uow.commit()
+        stored = service.get_withdrawal(wbook, w.id)
+        assert (stored.state, stored.reserve_transaction_id, stored.reserve_posting_id) == (
+            State.RESERVED, history.ledger_transaction_id, posting_id)
+        assert count(wbook, "withdrawal_events") == 1 and count(wbook, "outbox_events") == 1
+
+    def test_a_key_committed_meanwhile_is_a_serialization_failure(self, wbook: Engine) -> None:
+        # The (user, key) of another asset's withdrawal, committed after open_reserve looked.
+        with UnitOfWork(wbook) as first, UnitOfWork(wbook) as second:
+            a = open_for(first)
+            b = open_for(second, asset="ETH")
+            assert a.existing_id is None and b.existing_id is None
+            w = requested(a.withdrawal_id or 0)
+            history = post_reserve(first, w, user_accounts(a))
+            repo.record_reserve(first.conn, w, history, user_accounts(a)[1].id)
+            first.commit()
+            w2 = requested(b.withdrawal_id or 0, asset="ETH", amount_minor=10**16,
+                           fee_max_minor=5 * 10**14)
+            fund(wbook, ["u1"], 10**18, asset="ETH")
+            with UnitOfWork(wbook) as uow:  # the accounts as the ledger has them now
+                eth = ledger.get_asset(uow, "ETH")
+                eth_accounts = ledger.open_user_accounts(uow, "u1", eth)
+            history2 = post_reserve(second, w2, eth_accounts)
+            with pytest.raises(sa_exc.OperationalError) as raced:
+                repo.record_reserve(second.conn, w2, history2, eth_accounts[1].id)
+            assert sqlstate(raced.value) == "40001"
+        assert count(wbook, "withdrawals") == 1
+
+
+class TestOpenReserve:
+    def test_finds_the_key_and_reads_nothing_for_a_new_one(
+            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
+        w = service.request_withdrawal(wbook, cfg, own, req(), now=T0).withdrawal
+        with UnitOfWork(wbook) as uow:
+            again = open_for(uow)
+            new = open_for(uow, key="k2")
+        assert (again.existing_id, again.withdrawal_id) == (w.id, None)
+        assert new.existing_id is None and new.withdrawal_id is not None
+        assert new.used_minor == 30_000_000
+        assert set(new.accounts) == {"user:u1:wallet", "user:u1:withdrawals"}
+
+    def test_holds_the_users_asset_lock_until_commit(self, wbook: Engine) -> None:
+        with UnitOfWork(wbook) as holder:
+            open_for(holder)
+            with UnitOfWork(wbook) as other:
+                other.conn.exec_driver_sql("SET LOCAL lock_timeout = '200ms'")
+                open_for(other, asset="ETH")  # another asset: another lock
+                open_for(other, user="u2")  # another user: another lock
+                with pytest.raises(sa_exc.OperationalError) as waited:
+                    open_for(other, key="k2")
+                assert sqlstate(waited.value) == "55P03"
+
+    def test_refuses_repeatable_read(self, wbook: Engine) -> None:
+        # Its snapshot could predate the lock, and the day's total miss a concurrent request.
+        with wbook.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin(), pytest.raises(sa_exc.DBAPIError) as refused:
+                repo.open_reserve(conn, "u1", "USDC", "k1", SINCE, "w", "x")
+            assert sqlstate(refused.value) == "25000"
+
+    def test_refuses_missing_values(self, wbook: Engine) -> None:
+        with UnitOfWork(wbook) as uow, pytest.raises(sa_exc.DBAPIError) as refused:
+            repo.open_reserve(uow.conn, None, "USDC", "k1", SINCE, "w", "x")  # type: ignore[arg-type]
+        assert sqlstate(refused.value) == "22004"
+
+
+class TestSameKeyAcrossAssets:
+    def test_concurrent_same_key_in_two_assets_is_one_withdrawal(
+            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
+        # Different assets take different limit locks: the unique key decides, the loser's
+        # reserve rolls back and its retry reports the conflict.
+        fund(wbook, ["u1"], 10**18, asset="ETH")
+        fund(wbook, ["u1"], 10_000_000_000)
+
+        def attempt(args: tuple[str, str]) -> str:
+            key, asset = args
+            amount = 10**16 if asset == "ETH" else 10_000_000
+            try:
+                service.request_withdrawal(wbook, cfg, own, req(key=key, asset=asset,
+                                                                amount=amount), now=T0)
+                return asset
+            except errors.WithdrawalKeyConflict:
+                return "conflict"
+
+        jobs = [(f"x{i}", asset) for i in range(30) for asset in ("USDC", "ETH")]
+        random.Random(4).shuffle(jobs)
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            outcomes = list(pool.map(attempt, jobs))
+        assert outcomes.count("conflict") == 30
+        usdc, eth = outcomes.count("USDC"), outcomes.count("ETH")
+        assert usdc + eth == 30 and count(wbook, "withdrawals") == 30
+        assert balance(wbook, "user:u1:withdrawals") == usdc * 12_000_000
+        assert balance(wbook, "user:u1:withdrawals", "ETH") == eth * (10**16 + 5 * 10**14)
+
+
+class TestDecimal:
+    def test_withdrawal_decimal_renders_as_outbox_decimal(self, engine: Engine) -> None:
+        rng = random.Random(7)
+        pairs: list[tuple[int, int]] = []
+        for scale in range(0, 39):
+            for minor in (0, 1, -1, 5, -5, 10, 100, 10**scale, 10**scale - 1, 10**scale + 1,
+                          -(10**scale), 30_000_000, 2**127 - 1, -(2**127 - 1),
+                          rng.randrange(-(2**127) + 1, 2**127), rng.randrange(10**12)):
+                pairs.append((minor, scale))
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT m, s, withdrawal_decimal(m, s) AS fast, outbox_decimal(m, s) AS slow "
+                "FROM unnest(CAST(:m AS numeric[]), CAST(:s AS int[])) AS u(m, s)"),
+                {"m": [str(m) for m, _ in pairs], "s": [s for _, s in pairs]}).all()
+            nulls = conn.execute(sa.text(
+                "SELECT withdrawal_decimal(NULL, 6), withdrawal_decimal(5, NULL)")).one()
+        assert len(rows) == len(pairs)
+        assert [r for r in rows if r.fast != r.slow] == []
+        assert tuple(nulls) == (None, None)
+        fast = {(int(r.m), r.s): r.fast for r in rows}
+        assert fast[(30_000_000, 6)] == "30" and fast[(1, 18)] == "0.000000000000000001"
+        assert fast[(-5, 1)] == "-0.5" and fast[(0, 6)] == "0"
