@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from config.errors import DatabaseUnavailable
 from config.settings import Settings, get_settings
@@ -152,3 +152,37 @@ def get_engine(settings: Settings | None = None) -> Engine:
 def owner_engine(url: str) -> Engine:
     """An engine that keeps the login's own role: for migrations and administration only."""
     return sa.create_engine(url, poolclass=sa.pool.NullPool)
+
+
+def driver_rows(conn: Connection, statement: str, params: Any) -> list[Any]:
+    """Run ``statement`` (psycopg placeholders) on ``conn``'s psycopg connection, in its
+    transaction, and return all its rows.
+
+    For hot statements only: SQLAlchemy's execution layer costs about 0.1 ms of client CPU per
+    statement (result metadata, contexts), more than the driver call itself (bench/RESULTS.md).
+    The connection's ``before_cursor_execute`` / ``after_cursor_execute`` events fire as
+    SQLAlchemy fires them, so statement counts (tests, bench) and SQL tracing still see these
+    statements (a listener's rewritten statement, ``retval=True``, is not used, and
+    ``handle_error`` does not fire). Driver errors are re-raised as SQLAlchemy's ``DBAPIError``
+    subclasses, as from any other repository function (retries read their SQLSTATE); a
+    connection the driver reports broken is invalidated.
+    """
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    # SQLAlchemy must know the transaction, or its commit would not reach the driver.
+    assert driver.autocommit or conn.in_transaction(), "run inside the unit of work's transaction"
+    cursor = driver.cursor()
+    try:
+        conn.dispatch.before_cursor_execute(conn, cursor, statement, params, None, False)
+        try:
+            cursor.execute(statement, params)
+            rows: list[Any] = cursor.fetchall()
+        except conn.dialect.loaded_dbapi.Error as exc:
+            if driver.broken:
+                conn.invalidate(exc)
+            raise sa.exc.DBAPIError.instance(
+                statement, params, exc, conn.dialect.loaded_dbapi.Error) from exc
+        conn.dispatch.after_cursor_execute(conn, cursor, statement, params, None, False)
+    finally:
+        cursor.close()
+    return rows

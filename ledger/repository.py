@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
+from config.database import driver_rows
 from ledger import tables as t
 from ledger.model import Account, AccountType, Asset, PostArrays
 
@@ -200,7 +201,7 @@ def _post_batch_rows(rows: Sequence[Any], count: int) -> list[tuple[str, int | N
 
 def post_batch(conn: Connection, arrays: PostArrays) -> list[tuple[str, int | None]]:
     """Call ``ledger_post_arrays``; one (status, transaction id) per entry, in order."""
-    rows = conn.exec_driver_sql(_POST_SQL, _post_params(arrays)).all()
+    rows = driver_rows(conn, _POST_SQL, _post_params(arrays))
     return _post_batch_rows(rows, len(arrays[0]))
 
 

@@ -13,9 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 
+from config.database import driver_rows
 from ledger.model import Account, AccountType, Asset
 from ledger.repository import to_int
 from withdrawals.model import State
@@ -77,37 +77,10 @@ def _withdrawal(row: Any) -> WithdrawalRecord:
 
 def _call(conn: Connection, statement: str, params: tuple[Any, ...]) -> Any:
     """Run ``statement`` on the unit of work's psycopg connection, in its transaction, and
-    return its one row.
-
-    For the reserve's hot statements only: SQLAlchemy's execution layer cost about 0.1 ms of
-    client CPU per statement here (result metadata, contexts), more than the driver call itself
-    (bench/RESULTS.md). The connection's ``before_cursor_execute`` / ``after_cursor_execute``
-    events fire as SQLAlchemy fires them, so statement counts (tests, bench) and SQL tracing
-    still see these statements (a listener's rewritten statement, ``retval=True``, is not
-    used, and ``handle_error`` does not fire). Driver errors are re-raised as SQLAlchemy's
-    ``DBAPIError`` subclasses, as from any other repository function (retries read their
-    SQLSTATE); a connection the driver reports broken is invalidated.
-    """
-    # SQLAlchemy must know the transaction, or its commit would not reach the driver.
-    assert conn.in_transaction(), "repository functions run in the unit of work's transaction"
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
-    try:
-        conn.dispatch.before_cursor_execute(conn, cursor, statement, params, None, False)
-        try:
-            cursor.execute(statement, params)
-            row = cursor.fetchone()
-        except conn.dialect.loaded_dbapi.Error as exc:
-            if driver.broken:
-                conn.invalidate(exc)
-            raise sa_exc.DBAPIError.instance(
-                statement, params, exc, conn.dialect.loaded_dbapi.Error) from exc
-        conn.dispatch.after_cursor_execute(conn, cursor, statement, params, None, False)
-    finally:
-        cursor.close()
-    assert row is not None, statement
-    return row
+    return its one row (``config.database.driver_rows``: the reserve's hot statements)."""
+    rows = driver_rows(conn, statement, params)
+    assert len(rows) == 1, statement
+    return rows[0]
 
 
 @dataclass(frozen=True)
