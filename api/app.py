@@ -11,6 +11,8 @@
 - Routes are plain ``def`` functions: SQLAlchemy is synchronous, so they run in the threadpool.
   The hot reads (balances) are ``async`` routes that make exactly one threadpool call, doing
   authentication, the rate-limit hit and the read on one connection (``api.auth.read_as``).
+  ``GET balances`` without a query string is answered even before FastAPI's router, by
+  ``api.routes.users.BalancesFastPath`` (same read, same errors, no dependency machinery).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            stack.callback(app.state.ctx.close)
             for hook in lifespans:
                 await stack.enter_async_context(hook(app))
             yield
@@ -98,6 +101,8 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
                                idempotency_stale_s=idempotency_stale_s)
     problems.install(app)
 
+    # Middleware added last runs first: the request id, then the hot balances read.
+    app.add_middleware(users.BalancesFastPath, ctx=app.state.ctx)
     app.add_middleware(RequestIdMiddleware)
     for module in (system, users, deposits, withdrawals, admin):
         app.include_router(module.router)

@@ -18,6 +18,8 @@ the HTTP layer and to nothing else.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import math
 import re
@@ -31,7 +33,6 @@ import sqlalchemy as sa
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.engine import Connection, Engine
-from starlette.concurrency import run_in_threadpool
 
 from api import ratelimit
 from api.problems import Forbidden, RateLimited, RequestInvalid, Unauthenticated, UserNotFound
@@ -112,19 +113,36 @@ def create_key(engine: Engine, client_name: str, scope: str) -> CreatedKey:
 #: unit of work that also writes money must not share this transaction: it runs alone in
 #: autocommit mode (``ApiContext.autocommit``), so the row lock on the counter is held for the
 #: statement only.
-_AUTHORIZE = sa.text(
+_AUTHORIZE = (
     "WITH k AS ("
     " SELECT k.id, k.prefix, k.scope, c.id AS client_id, c.name,"
-    "  CAST(CAST(:w AS jsonb) ->> k.scope AS int) AS window_s"
+    "  CAST(CAST(%(w)s AS jsonb) ->> k.scope AS int) AS window_s"
     " FROM api_keys k JOIN api_clients c ON c.id = k.client_id"
-    " WHERE k.prefix = :p AND k.secret_sha256 = :h AND k.revoked_at IS NULL), "
+    " WHERE k.prefix = %(p)s AND k.secret_sha256 = %(h)s AND k.revoked_at IS NULL), "
     f"hit AS ({ratelimit.HIT_SQL.format(key='k.id', window='k.window_s', source='k')}) "
     "SELECT k.id, k.prefix, k.scope, k.client_id, k.name, hit.requests, "
     f" {ratelimit.LEFT_SQL.format(window='k.window_s')} AS left_s, "
-    " CAST(:u AS text) IS NOT NULL AND EXISTS (SELECT 1 FROM api_users u"
-    "  WHERE u.id = CAST(:u AS text) AND u.client_id = k.client_id) AS owns_user, "
+    " CAST(%(u)s AS text) IS NOT NULL AND EXISTS (SELECT 1 FROM api_users u"
+    "  WHERE u.id = CAST(%(u)s AS text) AND u.client_id = k.client_id) AS owns_user, "
     " set_config('synchronous_commit', 'off', true) AS sync "
     "FROM k CROSS JOIN hit")
+
+
+def _authorize_row(conn: Connection, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The row of ``_AUTHORIZE``, run on ``conn``'s psycopg connection directly as a statement
+    prepared at its first call: SQLAlchemy's execution layer cost more client CPU than the
+    statement (bench/RESULTS.md, "HTTP API"). Errors are re-raised as SQLAlchemy's
+    ``DBAPIError`` subclasses, as from ``conn.execute``."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    try:
+        row: tuple[Any, ...] | None = driver.execute(_AUTHORIZE, params, prepare=True).fetchone()
+    except conn.dialect.loaded_dbapi.Error as exc:
+        if driver.broken:
+            conn.invalidate(exc)
+        raise sa.exc.DBAPIError.instance(_AUTHORIZE, params, exc,
+                                         conn.dialect.loaded_dbapi.Error) from exc
+    return row
 
 
 def authorize(conn: Connection, ctx: ApiContext, credentials: HTTPAuthorizationCredentials | None,
@@ -139,19 +157,20 @@ def authorize(conn: Connection, ctx: ApiContext, credentials: HTTPAuthorizationC
     if match is None:
         raise Unauthenticated("a valid API key is required: Authorization: Bearer <key>")
     prefix, secret = match.groups()
-    row = conn.execute(_AUTHORIZE, {"p": prefix, "h": _digest(secret), "u": user_id,
-                                    "w": ctx.rate_limits.windows_json}).first()
+    row = _authorize_row(conn, {"p": prefix, "h": _digest(secret), "u": user_id,
+                                "w": ctx.rate_limits.windows_json})
     if row is None:
         raise Unauthenticated("unknown or revoked API key")
-    limit = ctx.rate_limits.of(row.scope)
-    if row.requests > limit.requests_max:
+    key_id, key_prefix, scope, client_id, client_name, requests, left_s, owns_user, _ = row
+    limit = ctx.rate_limits.of(scope)
+    if requests > limit.requests_max:
         raise RateLimited(f"more than {limit.requests_max} requests in {limit.window_s} s",
-                          retry_after_s=max(1, math.ceil(float(row.left_s))))
-    principal = Principal(row.id, row.prefix, row.client_id, row.name, row.scope)
+                          retry_after_s=max(1, math.ceil(float(left_s))))
+    principal = Principal(key_id, key_prefix, client_id, client_name, scope)
     if principal.scope not in scopes:
         raise Forbidden(f"scope {principal.scope!r} may not do this "
                         f"(needs {' or '.join(sorted(scopes))})")
-    if user_id is not None and principal.scope not in STAFF and not row.owns_user:
+    if user_id is not None and principal.scope not in STAFF and not owns_user:
         raise UserNotFound(f"no user {user_id}")
     return principal
 
@@ -192,11 +211,25 @@ T = TypeVar("T")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
 
 
-async def read_as(request: Request, credentials: HTTPAuthorizationCredentials | None,
-                  scopes: frozenset[str], work: Callable[[UnitOfWork, Principal], T], *,
-                  user_id: str | None = None) -> T:
+def bearer_credentials(
+        headers: Iterable[tuple[bytes, bytes]]) -> HTTPAuthorizationCredentials | None:
+    """The credentials ``bearer`` (``HTTPBearer(auto_error=False)``) finds in raw ASGI
+    ``headers``: the first ``Authorization`` header, if it is ``Bearer <something>``; for the
+    hot path (``api.routes.users.BalancesFastPath``), which skips FastAPI's dependencies."""
+    value = next((v for k, v in headers if k == b"authorization"), b"").decode("latin-1")
+    scheme, _, param = value.partition(" ")
+    param = param.strip()
+    if not (value and scheme and param) or scheme.lower() != "bearer":
+        return None
+    return HTTPAuthorizationCredentials(scheme=scheme, credentials=param)
+
+
+def read_now(ctx: ApiContext, state: dict[str, Any],
+             credentials: HTTPAuthorizationCredentials | None, scopes: frozenset[str],
+             work: Callable[[UnitOfWork, Principal], T], *, user_id: str | None = None) -> T:
     """Authenticate, count, authorize (``authorize``) and run the read ``work``, all on one
-    pooled connection in one threadpool call: the hot read path.
+    pooled connection, in this thread; the principal is put in ``state`` (the ASGI scope's
+    ``state``, which is ``request.state``).
 
     The unit of work is in autocommit mode, so ``work`` must only read. Every statement is its
     own transaction: the rate-limit upsert commits (and releases the lock on the key's counter,
@@ -206,15 +239,22 @@ async def read_as(request: Request, credentials: HTTPAuthorizationCredentials | 
     ROLLBACK is ever sent either, which matters: psycopg forgets its prepared statements on
     every ROLLBACK, and the statements here are prepared once per connection (no parse, no plan).
     """
+    with UnitOfWork(ctx.autocommit) as uow:
+        principal = authorize(uow.conn, ctx, credentials, scopes, user_id=user_id)
+        state["principal"] = principal
+        return work(uow, principal)
+
+
+async def read_as(request: Request, credentials: HTTPAuthorizationCredentials | None,
+                  scopes: frozenset[str], work: Callable[[UnitOfWork, Principal], T], *,
+                  user_id: str | None = None) -> T:
+    """``read_now`` in one call to the reader threads (``ApiContext.readers``): the hot read
+    path of a route."""
     ctx = context(request)
-
-    def run() -> T:
-        with UnitOfWork(ctx.autocommit) as uow:
-            principal = authorize(uow.conn, ctx, credentials, scopes, user_id=user_id)
-            request.state.principal = principal
-            return work(uow, principal)
-
-    return await run_in_threadpool(run)
+    state = request.scope.setdefault("state", {})
+    return await asyncio.get_running_loop().run_in_executor(
+        ctx.readers, functools.partial(read_now, ctx, state, credentials, scopes, work,
+                                       user_id=user_id))
 
 
 #: The principal of a request, by the scopes an endpoint allows.

@@ -219,6 +219,17 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     raise exc
 
 
+async def response_for(request: Request, exc: Exception) -> JSONResponse:
+    """The problem response the handlers ``install`` registers give for ``exc``, for code that
+    answers before the app's exception middleware (``api.routes.users.BalancesFastPath``);
+    an exception no handler takes is raised again (a 500, as from a route)."""
+    if isinstance(exc, CustodyError):
+        return await _custody_error(request, exc)
+    if isinstance(exc, sa_exc.DBAPIError):
+        return await _database_error(request, exc)
+    raise exc
+
+
 def install(app: FastAPI) -> None:
     """Register the problem+json handlers on ``app``."""
     app.add_exception_handler(CustodyError, _custody_error)

@@ -8,15 +8,18 @@ Request bodies forbid unknown fields; every string has a bound.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
 from api.problems import RequestInvalid
 from ledger.errors import AmountInvalid
 from ledger.model import amount_json, check_amount
 from ledger.repository import TransactionRecord
+from ledger.service import UserBalance
 
 CHAIN_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 ASSET_PATTERN = r"^[A-Z0-9][A-Z0-9._-]{0,31}$"
@@ -127,6 +130,31 @@ class Balances(BaseModel):
     as_of: datetime
     known_at: datetime | None
     balances: list[Balance]
+
+
+def balances_json(user_id: str, as_of: datetime, known_at: datetime | None,
+                  rows: Sequence[UserBalance]) -> bytes:
+    """The JSON of ``Balances`` for ``rows``, byte for byte what
+    ``Balances(...).model_dump_json()`` gives, without building the models: the hot read's body.
+
+    Plain dicts and lists go through ``pydantic_core.to_json``, the serializer of
+    ``model_dump_json`` itself (same string escaping, same datetime format); the amounts are
+    ``amount_json``'s strings. Building and validating eight models per asset cost more CPU
+    than the rest of the rendering (tests/api/test_schemas.py checks the equality).
+    """
+    balances = []
+    for b in rows:
+        scale = b.asset.scale
+        balances.append({
+            "asset": b.asset.code, "scale": scale,
+            "posted": amount_json(b.posted_minor, scale),
+            "pending_incoming": amount_json(b.pending_incoming_minor, scale),
+            "pending_outgoing": amount_json(b.pending_outgoing_minor, scale),
+            "available": amount_json(b.available_minor, scale),
+            "projected": amount_json(b.projected_minor, scale),
+            "version": b.version, "as_of": as_of})
+    return to_json({"user_id": user_id, "as_of": as_of, "known_at": known_at,
+                    "balances": balances})
 
 
 # --- deposits ---------------------------------------------------------------------------------

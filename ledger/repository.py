@@ -304,21 +304,41 @@ def stored_balances_by_code(
     asset, ordered by asset and code: ``find_accounts`` and ``stored_balances`` in one statement
     (the hot read of a user's balances).
 
-    ``IN (:c1, :c2)`` rather than ``= ANY(:array)``: with one parameter per code, the generic
-    plan of the prepared statement knows it looks up two codes and uses the index, so the
-    statement is planned once per connection instead of at every call.
+    ``IN (%(c0)s, %(c1)s)`` rather than ``= ANY(%(codes)s)``: with one parameter per code, the
+    generic plan of the prepared statement knows it looks up two codes and uses the index, so
+    the statement is planned once per connection instead of at every call.
+
+    It runs on ``conn``'s psycopg connection directly (same connection, same transaction), as a
+    statement prepared at its first call: SQLAlchemy's execution layer cost more client CPU than
+    the statement itself (about 150 of 200 µs; bench/RESULTS.md, "HTTP API"). Errors are
+    re-raised as SQLAlchemy's ``DBAPIError`` subclasses, as from any other repository function.
     """
-    rows = conn.execute(
-        sa.text(
-            f"SELECT {_ACCOUNT_COLUMNS}, coalesce(b.balance, 0) AS balance, "
-            "coalesce(b.version, 0) AS version "
-            "FROM accounts a JOIN assets s ON s.id = a.asset_id "
-            "LEFT JOIN account_balances b ON b.account_id = a.id "
-            "WHERE a.code IN :codes ORDER BY s.code, a.code"
-        ).bindparams(sa.bindparam("codes", expanding=True)),
-        {"codes": list(codes)},
-    )
-    return [(_account(r), to_int(r.balance), int(r.version)) for r in rows]
+    if not codes:
+        return []
+    params = {f"c{i}": code for i, code in enumerate(codes)}
+    sql = _STORED_BALANCES_SQL.format(codes=", ".join(f"%({name})s" for name in params))
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    try:
+        rows = driver.execute(sql, params, prepare=True).fetchall()
+    except conn.dialect.loaded_dbapi.Error as exc:
+        if driver.broken:
+            conn.invalidate(exc)
+        raise sa_exc.DBAPIError.instance(sql, params, exc, conn.dialect.loaded_dbapi.Error) from exc
+    return [(Account(id=r[0], code=r[1], asset=Asset(id=r[5], code=r[6], scale=r[7]),
+                     type=AccountType(r[2]), debits_must_not_exceed_credits=r[3],
+                     credits_must_not_exceed_debits=r[4]), to_int(r[8]), int(r[9]))
+            for r in rows]
+
+
+#: ``stored_balances_by_code``'s statement (psycopg placeholders; ``{codes}``: one per code).
+_STORED_BALANCES_SQL = (
+    f"SELECT {_ACCOUNT_COLUMNS}, coalesce(b.balance, 0) AS balance, "
+    "coalesce(b.version, 0) AS version "
+    "FROM accounts a JOIN assets s ON s.id = a.asset_id "
+    "LEFT JOIN account_balances b ON b.account_id = a.id "
+    "WHERE a.code IN ({codes}) ORDER BY s.code, a.code"
+)
 
 
 def balances_at(

@@ -6,17 +6,22 @@ read any user (their ids may come from outside the API, as the ledger knows them
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import re
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api import auth
+from api import problems as api_problems
 from api.auth import USER_ID_PATTERN, ClientScope, Credentials, Principal, ReaderScope
-from api.routes.deps import AUTHED, Uow, context, problems
+from api.routes.deps import AUTHED, ApiContext, Uow, context, problems
 from api.routes.views import deposit_view
 from api.schemas import (
     AddressCreate,
-    Balance,
     Balances,
     DepositAddress,
     DepositAddresses,
@@ -26,6 +31,7 @@ from api.schemas import (
     User,
     UserCreate,
     amount,
+    balances_json,
     parse_instant,
 )
 from config.uow import UnitOfWork
@@ -115,10 +121,18 @@ async def balances(
     Pending incoming (deposits seen on chain, not final yet) is only known for now: it is
     zero when ``as_of`` or ``known_at`` asks about the past.
     """
-    # The hot read: authentication, the rate-limit hit, the ownership check and the two reads
-    # (pending deposits, the ledger's stored balances) on one connection in one threadpool
-    # call, and the body serialized there by pydantic (no second pass of response validation).
-    ctx = context(request)
+    # Plain requests (no query string) do not get here: ``BalancesFastPath`` answers them with
+    # the same ``read_balances`` before the router. This route serves the rest (``as_of``,
+    # ``known_at``, and whatever the fast path passes on) and documents the endpoint.
+    body = await auth.read_as(request, credentials, READERS,
+                              read_balances(context(request), user_id, as_of, known_at),
+                              user_id=user_id)
+    return Response(body, media_type="application/json")
+
+
+def read_balances(ctx: ApiContext, user_id: str, as_of: str | None, known_at: str | None
+                  ) -> Callable[[UnitOfWork, Principal], bytes]:
+    """The balances read of ``auth.read_now``: the body of ``GET balances`` (``Balances``)."""
 
     def read(uow: UnitOfWork, principal: Principal) -> bytes:
         at = parse_instant(as_of, what="as_of")
@@ -127,19 +141,56 @@ async def balances(
         pending = None if historic else deposits.pending_incoming(uow, user_id)
         rows = ledger.user_balances(uow, user_id, as_of=at, known_at=known,
                                     pending_incoming=pending)
-        when = at or ctx.clock()
-        return Balances(user_id=user_id, as_of=when, known_at=known, balances=[
-            Balance(asset=b.asset.code, scale=b.asset.scale,
-                    posted=amount(b.posted_minor, b.asset.scale),
-                    pending_incoming=amount(b.pending_incoming_minor, b.asset.scale),
-                    pending_outgoing=amount(b.pending_outgoing_minor, b.asset.scale),
-                    available=amount(b.available_minor, b.asset.scale),
-                    projected=amount(b.projected_minor, b.asset.scale),
-                    version=b.version, as_of=when)
-            for b in rows]).model_dump_json().encode()
+        return balances_json(user_id, at or ctx.clock(), known, rows)
 
-    body = await auth.read_as(request, credentials, READERS, read, user_id=user_id)
-    return Response(body, media_type="application/json")
+    return read
+
+
+_BALANCES_PATH = re.compile(r"^/v1/users/([^/]+)/balances$")
+_USER_ID = re.compile(USER_ID_PATTERN)
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class BalancesFastPath:
+    """``GET /v1/users/{user_id}/balances`` without a query string, answered before FastAPI's
+    router: the hot read of the API (an exchange polls it for every user).
+
+    FastAPI's routing, dependency resolution and parameter validation cost about as much CPU
+    per request as all the rest of it (bench/RESULTS.md, "HTTP API"). This ASGI middleware
+    does what they do for this one request shape, no more: the path (the route's pattern and
+    ``USER_ID_PATTERN``), the bearer credentials (as ``auth.bearer``), then the route's own
+    ``auth.read_now`` and ``read_balances`` in one call to the reader threads
+    (``ApiContext.readers``), and errors rendered by the app's own problem handlers. Anything
+    else (another method or path, a query string, an id that fails its pattern, a root path)
+    goes on to the app unchanged, where the route above answers it and documents the endpoint
+    in the OpenAPI schema.
+    """
+
+    def __init__(self, app: ASGIApp, ctx: ApiContext) -> None:
+        self.app = app
+        self.ctx = ctx
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match = (_BALANCES_PATH.match(scope["path"]) if scope["type"] == "http"
+                 and scope["method"] == "GET" and not scope.get("query_string")
+                 and not scope.get("root_path") else None)
+        if match is None or not _USER_ID.match(user_id := match.group(1)):
+            await self.app(scope, receive, send)
+            return
+        credentials = auth.bearer_credentials(scope["headers"])
+        state = scope.setdefault("state", {})
+        try:
+            body = await asyncio.get_running_loop().run_in_executor(
+                self.ctx.readers, functools.partial(
+                    auth.read_now, self.ctx, state, credentials, READERS,
+                    read_balances(self.ctx, user_id, None, None), user_id=user_id))
+        except Exception as exc:
+            response = await api_problems.response_for(Request(scope), exc)
+            await response(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", str(len(body)).encode()), *_JSON_HEADERS]})
+        await send({"type": "http.response.body", "body": body})
 
 
 @router.get("/{user_id}/deposits", response_model=DepositPage, responses=problems(*AUTHED),

@@ -12,7 +12,7 @@ import threading
 import time
 import tomllib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +27,7 @@ from sqlalchemy.engine import Engine
 from api.app import create_app
 from api.auth import create_key
 from api.ratelimit import RateLimits
+from api.routes.deps import utc_now
 from chains.addresses import xpub_from_mnemonic
 from chains.anvil import DEV_MNEMONIC
 from chains.model import ObservedTransfer
@@ -118,11 +119,12 @@ class Server:
 
 
 @contextmanager
-def serve(engine: Engine, rate_limits: RateLimits | None = None) -> Iterator[Api]:
+def serve(engine: Engine, rate_limits: RateLimits | None = None,
+          clock: Callable[[], datetime] = utc_now) -> Iterator[Api]:
     """An Api on ``engine``: the book opened, keys for every principal, a server running."""
     open_book(engine)
     chains, wcfg = configs()
-    app = create_app(engine, chains, wcfg, rate_limits=rate_limits)
+    app = create_app(engine, chains, wcfg, rate_limits=rate_limits, clock=clock)
     server = Server(app)
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:

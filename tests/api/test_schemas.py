@@ -1,0 +1,65 @@
+"""The hand-built JSON of the hot read equals what its pydantic models give."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from api.schemas import Balance, Balances, amount, balances_json
+from ledger.model import AMOUNT_LIMIT, Asset
+from ledger.service import UserBalance
+
+USDC = Asset(1, "USDC", 6)
+ETH = Asset(2, "ETH", 18)
+BTC = Asset(3, "BTC.X-1", 8)
+UNITS = Asset(4, "POINTS", 0)
+BIG = AMOUNT_LIMIT - 1  # the largest amount the engine holds (2^127 - 1)
+
+
+def pydantic_json(user_id: str, as_of: datetime, known_at: datetime | None,
+                  rows: list[UserBalance]) -> bytes:
+    """The body as the pydantic models render it (the route's former serialization)."""
+    return Balances(user_id=user_id, as_of=as_of, known_at=known_at, balances=[
+        Balance(asset=b.asset.code, scale=b.asset.scale,
+                posted=amount(b.posted_minor, b.asset.scale),
+                pending_incoming=amount(b.pending_incoming_minor, b.asset.scale),
+                pending_outgoing=amount(b.pending_outgoing_minor, b.asset.scale),
+                available=amount(b.available_minor, b.asset.scale),
+                projected=amount(b.projected_minor, b.asset.scale),
+                version=b.version, as_of=as_of)
+        for b in rows]).model_dump_json().encode()
+
+
+ROWS = [
+    UserBalance(asset=BTC, posted_minor=1, pending_incoming_minor=0, pending_outgoing_minor=0,
+                available_minor=1, version=1),
+    UserBalance(asset=ETH, posted_minor=BIG, pending_incoming_minor=10**38,
+                pending_outgoing_minor=BIG, available_minor=0, version=2**40),
+    UserBalance(asset=UNITS, posted_minor=-5, pending_incoming_minor=7,
+                pending_outgoing_minor=0, available_minor=-5, version=3),
+    UserBalance(asset=USDC, posted_minor=150_000_000, pending_incoming_minor=5_000_000,
+                pending_outgoing_minor=32_000_000, available_minor=118_000_000, version=4),
+]
+
+
+@pytest.mark.parametrize("as_of", [
+    datetime(2026, 11, 30, 0, 57, 31, 525272, tzinfo=UTC),
+    datetime(2026, 11, 30, 0, 57, 31, tzinfo=UTC),  # no fraction
+    datetime(1970, 1, 1, 0, 0, 0, 500000, tzinfo=UTC),
+    datetime(9998, 12, 31, 23, 59, 59, 1, tzinfo=UTC),
+])
+@pytest.mark.parametrize("known_at", [None, datetime(2020, 2, 29, 12, 0, 0, 10, tzinfo=UTC)])
+@pytest.mark.parametrize("rows", [[], ROWS[:1], ROWS], ids=["none", "one", "several"])
+def test_balances_json_is_the_models_json(as_of: datetime, known_at: datetime | None,
+                                          rows: list[UserBalance]) -> None:
+    for user_id in ("usr_0123456789abcdef0123", "a.b-c_D"):
+        assert balances_json(user_id, as_of, known_at, rows) == pydantic_json(
+            user_id, as_of, known_at, rows)
+
+
+def test_balances_json_amounts_are_strings() -> None:
+    body = balances_json("u1", datetime(2026, 1, 1, tzinfo=UTC), None, ROWS[1:2])
+    assert (f'"posted":{{"minor":"{BIG}","decimal":"170141183460469231731.687303715884105727"}}'
+            .encode() in body)
+    assert b'"available":{"minor":"0","decimal":"0.000000000000000000"}' in body
