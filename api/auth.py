@@ -37,6 +37,7 @@ from sqlalchemy.engine import Connection, Engine
 from api import ratelimit
 from api.problems import Forbidden, RateLimited, RequestInvalid, Unauthenticated, UserNotFound
 from api.routes.deps import ApiContext, context
+from config.database import driver_rows
 from config.uow import UnitOfWork
 
 SCOPES = ("client", "support", "admin", "approver")
@@ -133,15 +134,8 @@ def _authorize_row(conn: Connection, params: dict[str, Any]) -> tuple[Any, ...] 
     prepared at its first call: SQLAlchemy's execution layer cost more client CPU than the
     statement (bench/RESULTS.md, "HTTP API"). Errors are re-raised as SQLAlchemy's
     ``DBAPIError`` subclasses, as from ``conn.execute``."""
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    try:
-        row: tuple[Any, ...] | None = driver.execute(_AUTHORIZE, params, prepare=True).fetchone()
-    except conn.dialect.loaded_dbapi.Error as exc:
-        if driver.broken:
-            conn.invalidate(exc)
-        raise sa.exc.DBAPIError.instance(_AUTHORIZE, params, exc,
-                                         conn.dialect.loaded_dbapi.Error) from exc
+    rows = driver_rows(conn, _AUTHORIZE, params, prepare=True)
+    row: tuple[Any, ...] | None = rows[0] if rows else None
     return row
 
 

@@ -154,7 +154,8 @@ def owner_engine(url: str) -> Engine:
     return sa.create_engine(url, poolclass=sa.pool.NullPool)
 
 
-def driver_rows(conn: Connection, statement: str, params: Any) -> list[Any]:
+def driver_rows(conn: Connection, statement: str, params: Any, *,
+                prepare: bool | None = None) -> list[Any]:
     """Run ``statement`` (psycopg placeholders) on ``conn``'s psycopg connection, in its
     transaction, and return all its rows.
 
@@ -165,7 +166,8 @@ def driver_rows(conn: Connection, statement: str, params: Any) -> list[Any]:
     statements (a listener's rewritten statement, ``retval=True``, is not used, and
     ``handle_error`` does not fire). Driver errors are re-raised as SQLAlchemy's ``DBAPIError``
     subclasses, as from any other repository function (retries read their SQLSTATE); a
-    connection the driver reports broken is invalidated.
+    connection the driver reports broken is invalidated. ``prepare``: psycopg's (True: a
+    server-side prepared statement from the first call; None: after a few calls).
     """
     driver = conn.connection.driver_connection
     assert driver is not None
@@ -175,7 +177,7 @@ def driver_rows(conn: Connection, statement: str, params: Any) -> list[Any]:
     try:
         conn.dispatch.before_cursor_execute(conn, cursor, statement, params, None, False)
         try:
-            cursor.execute(statement, params)
+            cursor.execute(statement, params, prepare=prepare)
             rows: list[Any] = cursor.fetchall()
         except conn.dialect.loaded_dbapi.Error as exc:
             if driver.broken:

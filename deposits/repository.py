@@ -16,6 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from config.database import driver_rows
+
 Key = tuple[str, str, str]  # (chain, tx_hash, position)
 
 _DEPOSIT_COLUMNS = (
@@ -361,15 +363,7 @@ def pending_incoming(conn: Connection, user_id: str, states: Sequence[str]) -> d
     "HTTP API"). Errors are re-raised as SQLAlchemy's ``DBAPIError`` subclasses.
     """
     params = {"u": user_id, "s": list(states)}
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    try:
-        rows = driver.execute(_PENDING_INCOMING_SQL, params, prepare=True).fetchall()
-    except conn.dialect.loaded_dbapi.Error as exc:
-        if driver.broken:
-            conn.invalidate(exc)
-        raise sa.exc.DBAPIError.instance(_PENDING_INCOMING_SQL, params, exc,
-                                         conn.dialect.loaded_dbapi.Error) from exc
+    rows = driver_rows(conn, _PENDING_INCOMING_SQL, params, prepare=True)
     return {code: int(total) for code, total in rows}
 
 

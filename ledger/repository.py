@@ -317,14 +317,7 @@ def stored_balances_by_code(
         return []
     params = {f"c{i}": code for i, code in enumerate(codes)}
     sql = _STORED_BALANCES_SQL.format(codes=", ".join(f"%({name})s" for name in params))
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    try:
-        rows = driver.execute(sql, params, prepare=True).fetchall()
-    except conn.dialect.loaded_dbapi.Error as exc:
-        if driver.broken:
-            conn.invalidate(exc)
-        raise sa_exc.DBAPIError.instance(sql, params, exc, conn.dialect.loaded_dbapi.Error) from exc
+    rows = driver_rows(conn, sql, params, prepare=True)
     return [(Account(id=r[0], code=r[1], asset=Asset(id=r[5], code=r[6], scale=r[7]),
                      type=AccountType(r[2]), debits_must_not_exceed_credits=r[3],
                      credits_must_not_exceed_debits=r[4]), to_int(r[8]), int(r[9]))
