@@ -663,7 +663,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="quiet = machine-wide CPU below this percentage of one core (30)")
     p.add_argument("--what-if-sql", type=Path, default=None,
                    help="EXPERIMENTS ONLY: SQL run as the owner after the migrations (e.g. a "
-                        "candidate planner setting on ledger_post_batch); the report says so")
+                        "candidate planner setting on ledger_post_arrays); the report says so")
     p.add_argument("--markdown", type=Path, default=None,
                    help="also write the tables and verdicts in Markdown to this file")
     return p.parse_args(argv)

@@ -5,11 +5,11 @@ Design in brief (DESIGN.md section 4):
 - Amounts are ``int`` minor units; postings are signed (debit positive, credit negative) and
   stored as ``NUMERIC(39,0)`` inside the signed 128-bit range. Each asset stores its scale.
 - ``service.post`` / ``service.post_batch`` are the only write path. They validate in Python
-  (``model``) and call one set-based PostgreSQL function, ``ledger_post_batch``, which locks the
+  (``model``) and call one set-based PostgreSQL function, ``ledger_post_arrays``, which locks the
   balance rows in account-id order, judges every item (idempotent replay, conflict, insufficient
   funds, period rules, reversal limits), and writes transactions, postings and the balance
   projection in the same database transaction.
-- The database enforces the rules again, for every writer: ``ledger_post_batch`` runs as the
+- The database enforces the rules again, for every writer: ``ledger_post_arrays`` runs as the
   NOLOGIN role ``custody_ledger_writer`` and checks them itself in set-based statements (balance
   per asset, the posting's asset equals its account's, periods, funds, reversal limits); any
   other writer (raw SQL by the application role or the owner) meets triggers that check the

@@ -41,7 +41,7 @@ from ledger.errors import (
 )
 from ledger.model import Account, Asset, Entry, Line
 
-#: Verdicts of ``ledger_post_batch`` that refuse an item, and the error each one means.
+#: Verdicts of ``ledger_post_arrays`` that refuse an item, and the error each one means.
 REFUSALS: dict[str, type[LedgerError]] = {
     "conflict": IdempotencyConflict,
     "insufficient_funds": InsufficientFunds,
@@ -187,7 +187,7 @@ def _outcome(key: str, status: str, txid: int | None) -> BatchOutcome:
     if status in ("posted", "replayed"):
         return BatchOutcome(status, txid, None)
     error_type = REFUSALS.get(status)
-    assert error_type is not None, f"unknown verdict {status!r} from ledger_post_batch"
+    assert error_type is not None, f"unknown verdict {status!r} from ledger_post_arrays"
     messages = {
         "conflict": f"idempotency key {key} was used for a different request",
         "insufficient_funds": f"{key}: an account would go past its limit",
