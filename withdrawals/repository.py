@@ -136,7 +136,9 @@ def record_reserve(conn: Connection, w: WithdrawalRecord, history: HistoryRow,
     """Insert the requested withdrawal ``w`` in its reserved state (``history.to_state``, with
     ``history.reason`` as its state reason) and its history row (``requested`` ->
     ``history.to_state``), after its reserve (``history.ledger_transaction_id``) was posted in
-    this transaction: one statement (``withdrawal_reserve_record``, migrations/sql/0007).
+    this transaction, with that row's outbox event: one statement (``withdrawal_reserve_record``,
+    migrations/sql/0007, run as ``custody_withdrawal_writer``, which writes the outbox row the
+    trigger writes for other writers).
     Returns the reserve posting id, the posting on ``withdrawals_account_id`` that the settle
     or release closes.
 

@@ -16,6 +16,38 @@
 -- inlinable expression (withdrawal_decimal) instead of calling outbox_decimal, a SQL function
 -- with a CTE that PostgreSQL plans again on every call (two calls per event: about half of the
 -- trigger's time). Same payload, same event ids.
+--
+-- Second pass (bench/RESULTS.md): withdrawal_reserve_record runs as custody_withdrawal_writer
+-- (SECURITY DEFINER) and writes the reserve's outbox row itself, from the values it has just
+-- inserted, instead of the outbox trigger re-reading the withdrawal (a PL/pgSQL trigger call, a
+-- three-table read of the row just written). The trigger skips that role only
+-- (WHEN current_user <> ...): every other writer of withdrawal_events still gets its outbox row
+-- from the trigger, in its own transaction. The four foreign keys of the reserve's rows become
+-- checks that skip that role too (it has checked those references itself); every other writer
+-- is still refused with 23503. The fan-out trigger of 0005 gets a WHEN clause that skips events
+-- no endpoint can receive (no client, not an alert): same deliveries.
+
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'custody_withdrawal_writer') THEN
+    CREATE ROLE custody_withdrawal_writer NOLOGIN;
+  END IF;
+  -- A non-superuser owner must be a member to hand the function over (ALTER ... OWNER TO).
+  IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+    EXECUTE format('GRANT custody_withdrawal_writer TO %I', current_user);
+  END IF;
+END
+$$;
+
+-- What withdrawal_reserve_record reads and writes, and what the triggers its inserts fire need
+-- (they run as the current user: the outbox fan-out inserts deliveries).
+GRANT USAGE ON SCHEMA public TO custody_withdrawal_writer;
+GRANT SELECT, INSERT ON withdrawals, withdrawal_events, outbox_events, webhook_deliveries
+  TO custody_withdrawal_writer;
+GRANT SELECT ON ledger_transactions, ledger_postings, accounts, assets, api_users,
+  webhook_endpoints TO custody_withdrawal_writer;
+GRANT USAGE ON SEQUENCE withdrawal_events_id_seq, outbox_events_id_seq,
+  webhook_deliveries_id_seq TO custody_withdrawal_writer;
 
 -- 1. -------------------------------------------------------------------------------------------
 -- The lock first: (7321, hashtext(user_id || '/' || asset)), as in 0003's header, held until
@@ -96,9 +128,17 @@ CREATE FUNCTION withdrawal_reserve_record(
   p_withdrawals_account_id bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
+-- Runs as custody_withdrawal_writer, the role the outbox trigger skips: it writes the outbox
+-- row itself (see the header). It adds no rights the caller lacks for what it does: custody_app
+-- may insert withdrawals, their history and outbox rows.
+SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
 AS $fn$
 DECLARE
   v_posting bigint;
+  v_scale int;
+  w record;
+  e record;
 BEGIN
   IF p_state IS NULL OR p_state NOT IN ('reserved', 'pending_approval')
      OR p_approvals_required IS NULL
@@ -107,7 +147,7 @@ BEGIN
       p_id, p_state, p_approvals_required USING ERRCODE = 'check_violation';
   END IF;
   -- Primary-key and unique-index lookups only.
-  SELECT p.id INTO v_posting
+  SELECT p.id, s.scale INTO v_posting, v_scale
     FROM ledger_postings p
     JOIN ledger_transactions t ON t.id = p.transaction_id
     JOIN accounts a ON a.id = p.account_id
@@ -132,7 +172,9 @@ BEGIN
   VALUES (p_id, p_user_id, p_request_key, p_fingerprint, p_requested_by, p_chain, p_asset_code,
           p_token, p_destination, p_amount_minor, p_fee_max_minor, p_fee_minor, p_chain_amount,
           p_approvals_required, p_state, p_reason, p_reserve_transaction_id, v_posting, p_at, p_at)
-  ON CONFLICT (user_id, request_key) DO NOTHING;
+  ON CONFLICT (user_id, request_key) DO NOTHING
+  RETURNING id, user_id, request_key, chain, asset_code, token, destination, amount_minor,
+            fee_minor, fee_max_minor INTO w;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'withdrawal key % of user % raced', p_request_key, p_user_id
       USING ERRCODE = 'serialization_failure';
@@ -141,16 +183,42 @@ BEGIN
   INSERT INTO withdrawal_events (withdrawal_id, from_state, to_state, event, reason, evidence,
                                  actor, ledger_transaction_id, occurred_at)
   VALUES (p_id, 'requested', p_state, p_event, p_reason, coalesce(p_evidence, '{}'::jsonb),
-          p_actor, p_reserve_transaction_id, p_at);
+          p_actor, p_reserve_transaction_id, p_at)
+  RETURNING id, from_state, to_state, event, reason, ledger_transaction_id, occurred_at,
+            recorded_at INTO e;
+
+  -- The outbox row outbox_withdrawal_event (below) writes for every other writer: the same
+  -- columns and payload, from the stored values (tests/withdrawals compare the two).
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  VALUES ('evt_wd_' || e.id, 'withdrawal.' || e.to_state,
+          (SELECT u.client_id FROM api_users u WHERE u.id = w.user_id), w.user_id,
+          'withdrawal:' || w.id,
+          jsonb_build_object(
+            'withdrawal_id', w.id::text, 'user_id', w.user_id, 'request_key', w.request_key,
+            'chain', w.chain, 'asset', w.asset_code, 'token', w.token,
+            'destination', w.destination,
+            'amount_minor', w.amount_minor::text,
+            'amount', withdrawal_decimal(w.amount_minor, v_scale),
+            'fee_minor', w.fee_minor::text, 'fee', withdrawal_decimal(w.fee_minor, v_scale),
+            'fee_max_minor', w.fee_max_minor::text,
+            'state', e.to_state, 'from_state', e.from_state, 'event', e.event,
+            'reason', e.reason, 'tx_hash', NULL,
+            'ledger_transaction_id', e.ledger_transaction_id::text,
+            'occurred_at', e.occurred_at),
+          e.recorded_at);
   RETURN v_posting;
 END
 $fn$;
 COMMENT ON FUNCTION withdrawal_reserve_record(bigint, text, text, text, text, text, text, text,
   text, numeric, numeric, numeric, numeric, int, text, text, text, jsonb, text, timestamptz,
   bigint, bigint) IS
-  'Last statement of a reserve: insert the withdrawal in its reserved state and its history '
-  'row (requested -> p_state), after checking that p_reserve_transaction_id is its reserve; '
-  'returns the reserve posting id (the posting that the settle or release closes).';
+  'Last statement of a reserve: insert the withdrawal in its reserved state, its history '
+  'row (requested -> p_state) and that row''s outbox event, after checking that '
+  'p_reserve_transaction_id is its reserve; returns the reserve posting id (the posting that '
+  'the settle or release closes). Runs as custody_withdrawal_writer.';
+ALTER FUNCTION withdrawal_reserve_record(bigint, text, text, text, text, text, text, text,
+  text, numeric, numeric, numeric, numeric, int, text, text, text, jsonb, text, timestamptz,
+  bigint, bigint) OWNER TO custody_withdrawal_writer;
 
 -- The outbox ------------------------------------------------------------------------------------
 -- outbox_decimal (0005) as one expression: PostgreSQL inlines it into the calling query instead
@@ -205,6 +273,81 @@ BEGIN
   RETURN NULL;
 END
 $$;
+-- withdrawal_reserve_record writes its outbox row itself; every other writer gets it here.
+DROP TRIGGER withdrawal_events_outbox ON withdrawal_events;
+CREATE TRIGGER withdrawal_events_outbox AFTER INSERT ON withdrawal_events
+  FOR EACH ROW WHEN (current_user <> 'custody_withdrawal_writer')
+  EXECUTE FUNCTION outbox_withdrawal_event();
+
+-- Foreign keys of the reserve's rows -> checks. withdrawal_reserve_record has checked them
+-- already (the reserve transaction and posting it names are found by primary key, the history
+-- row names the withdrawal it has just inserted), so for it the four foreign keys were only cost:
+-- a trigger event and an SPI query each, and a share lock (a WAL record) on every parent row,
+-- all written by this transaction. The parents never change or go: ledger rows are append-only,
+-- withdrawals are never deleted, and their id is fixed below. Every other writer is checked by
+-- the triggers below (WHEN current_user <> ...), as the foreign keys did (SQLSTATE 23503).
+ALTER TABLE withdrawals DROP CONSTRAINT withdrawals_reserve_transaction_id_fkey;
+ALTER TABLE withdrawals DROP CONSTRAINT withdrawals_reserve_posting_id_fkey;
+ALTER TABLE withdrawal_events DROP CONSTRAINT withdrawal_events_withdrawal_id_fkey;
+ALTER TABLE withdrawal_events DROP CONSTRAINT withdrawal_events_ledger_transaction_id_fkey;
+
+CREATE FUNCTION withdrawal_refs_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_TABLE_NAME = 'withdrawals' THEN
+    IF NEW.reserve_transaction_id IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM ledger_transactions t WHERE t.id = NEW.reserve_transaction_id) THEN
+      RAISE EXCEPTION 'withdrawal %: reserve transaction % does not exist', NEW.id,
+        NEW.reserve_transaction_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    IF NEW.reserve_posting_id IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM ledger_postings p WHERE p.id = NEW.reserve_posting_id) THEN
+      RAISE EXCEPTION 'withdrawal %: reserve posting % does not exist', NEW.id,
+        NEW.reserve_posting_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  ELSE
+    IF NOT EXISTS (SELECT 1 FROM withdrawals w WHERE w.id = NEW.withdrawal_id) THEN
+      RAISE EXCEPTION 'withdrawal history row names withdrawal %, which does not exist',
+        NEW.withdrawal_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    IF NEW.ledger_transaction_id IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM ledger_transactions t WHERE t.id = NEW.ledger_transaction_id) THEN
+      RAISE EXCEPTION 'withdrawal history row names ledger transaction %, which does not exist',
+        NEW.ledger_transaction_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  END IF;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION withdrawal_refs_check() IS
+  'The foreign keys of withdrawals (reserve transaction and posting) and withdrawal_events '
+  '(withdrawal, ledger transaction), for writers other than withdrawal_reserve_record.';
+-- Named to fire before the outbox trigger (same event: alphabetical order), as the foreign keys'
+-- triggers did: a history row of a missing withdrawal fails as 23503, not in the outbox insert.
+CREATE TRIGGER withdrawals_check_refs AFTER INSERT OR UPDATE OF reserve_transaction_id,
+  reserve_posting_id ON withdrawals
+  FOR EACH ROW WHEN (current_user <> 'custody_withdrawal_writer')
+  EXECUTE FUNCTION withdrawal_refs_check();
+CREATE TRIGGER withdrawal_events_check_refs AFTER INSERT ON withdrawal_events
+  FOR EACH ROW WHEN (current_user <> 'custody_withdrawal_writer')
+  EXECUTE FUNCTION withdrawal_refs_check();
+-- History rows name their withdrawal by id (the foreign key refused changing a referenced id).
+CREATE FUNCTION withdrawal_refuse_id_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'withdrawal %: its id cannot change (history rows name it)', OLD.id
+    USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+CREATE TRIGGER withdrawals_id_fixed BEFORE UPDATE OF id ON withdrawals
+  FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id)
+  EXECUTE FUNCTION withdrawal_refuse_id_change();
+
+-- Fan-out (0005's outbox_fan_out, unchanged) only for events an endpoint can receive: a client's
+-- event or an alert. Its query matches no endpoint for any other row (client_id = NULL is never
+-- true), so the deliveries are the same; the WHEN clause is checked without calling PL/pgSQL.
+DROP TRIGGER outbox_events_fan_out ON outbox_events;
+CREATE TRIGGER outbox_events_fan_out AFTER INSERT ON outbox_events
+  FOR EACH ROW WHEN (NEW.client_id IS NOT NULL OR NEW.type LIKE 'alert.%')
+  EXECUTE FUNCTION outbox_fan_out();
 
 -- Grants: the application role runs the reserve functions (as itself: they add no rights).
 REVOKE ALL ON FUNCTION withdrawal_reserve_open(text, text, text, timestamptz, text, text),

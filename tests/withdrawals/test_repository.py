@@ -1,5 +1,6 @@
 """The reserve's server-side functions (migrations/sql/0007) against real PostgreSQL: what they
-refuse, that a refusal writes nothing, the lock they hold, and the outbox's decimal rendering."""
+refuse, that a refusal writes nothing, the lock they hold, the outbox's decimal rendering, the
+reserve's own outbox row and the checks that replaced the foreign keys for other writers."""
 
 from __future__ import annotations
 
@@ -228,3 +229,138 @@ class TestDecimal:
         fast = {(int(r.m), r.s): r.fast for r in rows}
         assert fast[(30_000_000, 6)] == "30" and fast[(1, 18)] == "0.000000000000000001"
         assert fast[(-5, 1)] == "-0.5" and fast[(0, 6)] == "0"
+
+
+def reserve(engine: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses, user: str = "u1",
+            key: str = "k1") -> WithdrawalRecord:
+    return service.request_withdrawal(engine, cfg, own, req(user=user, key=key),
+                                      now=T0).withdrawal
+
+
+RAW_EVENT = ("INSERT INTO withdrawal_events (withdrawal_id, from_state, to_state, event, reason, "
+             "actor, ledger_transaction_id, occurred_at) VALUES (:w, 'requested', 'reserved', "
+             "'reserve_posted', 'reserved', 'raw', :tx, :at) RETURNING id")
+
+
+class TestReserveOutbox:
+    """withdrawal_reserve_record writes the reserve's outbox row itself (the outbox trigger
+    skips its role); every other writer still gets its row from the trigger."""
+
+    def test_reserve_outbox_row_is_the_one_the_trigger_writes(
+            self, wbook: Engine, owner: Engine, cfg: WithdrawalsConfig,
+            own: SetOwnAddresses) -> None:
+        with owner.begin() as conn:
+            client_id = conn.execute(sa.text(
+                "INSERT INTO api_clients (name) VALUES ('exchange') RETURNING id")).scalar_one()
+            conn.execute(sa.text("INSERT INTO api_users (id, client_id) VALUES ('u1', :c)"),
+                         {"c": client_id})
+        w = reserve(wbook, cfg, own)
+        # The same history row, written raw by the application role: the trigger's outbox row.
+        with wbook.begin() as conn:
+            raw_id = conn.execute(sa.text(RAW_EVENT), {
+                "w": w.id, "tx": w.reserve_transaction_id, "at": T0}).scalar_one()
+        with wbook.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT o.event_id, o.type, o.client_id, o.user_id, o.subject, o.payload, "
+                "o.created_at = e.recorded_at AS at_recorded, e.id AS history_id "
+                "FROM outbox_events o JOIN withdrawal_events e ON o.event_id = 'evt_wd_' || e.id "
+                "ORDER BY e.id")).all()
+        assert len(rows) == 2 and rows[1].history_id == raw_id
+        direct, by_trigger = rows
+        assert direct.event_id == f"evt_wd_{direct.history_id}"
+        assert direct.at_recorded and by_trigger.at_recorded
+        assert (direct.type, direct.client_id, direct.user_id, direct.subject) == (
+            by_trigger.type, by_trigger.client_id, by_trigger.user_id, by_trigger.subject) == (
+            "withdrawal.reserved", client_id, "u1", f"withdrawal:{w.id}")
+        assert direct.payload == by_trigger.payload
+        assert direct.payload["amount"] == "30" and direct.payload["fee"] == "0.4"
+
+    def test_reserve_fans_out_to_its_clients_endpoint_and_not_without_one(
+            self, wbook: Engine, owner: Engine, cfg: WithdrawalsConfig,
+            own: SetOwnAddresses) -> None:
+        fund(wbook, ["u2"], 1_000_000_000)
+        with owner.begin() as conn:
+            client_id = conn.execute(sa.text(
+                "INSERT INTO api_clients (name) VALUES ('exchange') RETURNING id")).scalar_one()
+            conn.execute(sa.text("INSERT INTO api_users (id, client_id) VALUES ('u1', :c)"),
+                         {"c": client_id})
+            conn.execute(sa.text(
+                "INSERT INTO webhook_endpoints (client_id, url, secret) "
+                "VALUES (:c, 'https://example.test/hook', :s)"), {"c": client_id, "s": "s" * 32})
+        mine = reserve(wbook, cfg, own)
+        reserve(wbook, cfg, own, user="u2", key="k2")  # a user of no client: no delivery
+        with wbook.connect() as conn:
+            deliveries = conn.execute(sa.text(
+                "SELECT o.subject FROM webhook_deliveries d "
+                "JOIN outbox_events o ON o.id = d.event_id")).scalars().all()
+        assert deliveries == [f"withdrawal:{mine.id}"]
+        assert count(wbook, "outbox_events") == 2
+
+    def test_writer_role_is_not_the_applications(self, owner: Engine) -> None:
+        with owner.connect() as conn:
+            row = conn.execute(sa.text(
+                "SELECT p.prosecdef, pg_get_userbyid(p.proowner), "
+                "pg_has_role('custody_app', 'custody_withdrawal_writer', 'MEMBER'), "
+                "(SELECT rolcanlogin FROM pg_roles WHERE rolname = 'custody_withdrawal_writer') "
+                "FROM pg_proc p WHERE p.proname = 'withdrawal_reserve_record'")).one()
+        assert tuple(row) == (True, "custody_withdrawal_writer", False, False)
+
+
+class TestReferencesOfOtherWriters:
+    """The foreign keys of withdrawals and withdrawal_events became checks that skip only
+    withdrawal_reserve_record's role: a raw writer is refused (23503) and writes nothing."""
+
+    @pytest.mark.parametrize("bad", ["withdrawal", "ledger transaction"])
+    def test_history_row_naming_a_missing_parent_is_refused(
+            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses,
+            bad: str) -> None:
+        w = reserve(wbook, cfg, own)
+        params = {"w": w.id, "tx": w.reserve_transaction_id, "at": T0}
+        params["w" if bad == "withdrawal" else "tx"] = 10**12
+        with wbook.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
+            conn.execute(sa.text(RAW_EVENT), params)
+        assert sqlstate(refused.value) == "23503"
+        assert count(wbook, "withdrawal_events") == 1 and count(wbook, "outbox_events") == 1
+
+    @pytest.mark.parametrize("column", ["reserve_transaction_id", "reserve_posting_id"])
+    def test_withdrawal_naming_a_missing_ledger_row_is_refused(
+            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses,
+            column: str) -> None:
+        w = reserve(wbook, cfg, own)
+        with wbook.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
+            conn.execute(sa.text(f"UPDATE withdrawals SET {column} = 10^12 WHERE id = :w"),
+                         {"w": w.id})
+        assert sqlstate(refused.value) == "23503"
+        # A copy of the stored row under another key, with the one reference missing.
+        refs = {"reserve_transaction_id": "reserve_transaction_id",
+                "reserve_posting_id": "reserve_posting_id", column: "10^12"}
+        with wbook.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
+            conn.execute(sa.text(
+                "INSERT INTO withdrawals (user_id, request_key, fingerprint, requested_by, chain, "
+                "asset_code, destination, amount_minor, fee_max_minor, fee_minor, chain_amount, "
+                "approvals_required, state, reserve_transaction_id, reserve_posting_id, "
+                "requested_at, state_changed_at) SELECT user_id, 'raw', fingerprint, "
+                "requested_by, chain, asset_code, destination, amount_minor, fee_max_minor, "
+                "fee_minor, chain_amount, approvals_required, state, "
+                f"{refs['reserve_transaction_id']}, {refs['reserve_posting_id']}, "
+                "requested_at, state_changed_at FROM withdrawals WHERE id = :w"), {"w": w.id})
+        assert sqlstate(refused.value) == "23503"
+        assert service.get_withdrawal(wbook, w.id) == w
+        assert count(wbook, "withdrawals") == 1
+
+    def test_a_withdrawals_id_cannot_change(
+            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
+        w = reserve(wbook, cfg, own)
+        with wbook.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
+            conn.execute(sa.text("UPDATE withdrawals SET id = id + 1000 WHERE id = :w"),
+                         {"w": w.id})
+        assert sqlstate(refused.value) == "23503"
+        assert service.get_withdrawal(wbook, w.id) == w
+
+    def test_raw_writer_with_existing_parents_is_accepted(
+            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
+        w = reserve(wbook, cfg, own)
+        with wbook.begin() as conn:
+            conn.execute(sa.text(RAW_EVENT), {"w": w.id, "tx": w.reserve_transaction_id,
+                                              "at": T0})
+        assert count(wbook, "withdrawal_events") == 2 and count(wbook, "outbox_events") == 2
