@@ -88,11 +88,12 @@ def serve(
     job: OnlyOption = None,
 ) -> None:
     """Serve the HTTP API (uvicorn) and run the scheduler in the same process."""
-    from api.app import create_app
+    from api.app import create_app, keep_startup_out_of_gc
 
     scheduler, chains, wcfg = _scheduler(config, interval_s, job, required=True)
     assert chains is not None and wcfg is not None
     app = create_app(scheduler.engine, chains, wcfg, lifespans=[scheduler.lifespan()])
+    keep_startup_out_of_gc()
     run_uvicorn(app, host, port)
 
 

@@ -138,14 +138,16 @@ def serve(url: str, port: int, workers: int) -> None:
 
 def app_factory() -> Any:
     """The app of one server process (rate limits high enough not to refuse the load)."""
-    from api.app import create_app
+    from api.app import create_app, keep_startup_out_of_gc
     from api.ratelimit import RateLimit, RateLimits
     from config.database import make_engine
 
     chains, wcfg = configs()
     engine = make_engine(os.environ["CUSTODY_BENCH_URL"], pool_size=40)
     limits = RateLimits(by_scope={"client": RateLimit(10**9)})
-    return create_app(engine, chains, wcfg, rate_limits=limits)
+    app = create_app(engine, chains, wcfg, rate_limits=limits)
+    keep_startup_out_of_gc()  # as `custody api` does
+    return app
 
 
 # --- HTTP load -------------------------------------------------------------------------------
@@ -277,6 +279,12 @@ def http_load(op: str, port: int, key: str, users: Sequence[str], clients: int,
 
 def _http_child(op: str, port: int, key: str, users: list[str], clients: int, seconds: float,
                 rate: float | None, queue: Any) -> None:
+    # The load generator's own full garbage collections would stall every connection at once
+    # and be counted as the server's latency (from each request's scheduled send time).
+    import gc
+
+    gc.collect()
+    gc.freeze()
     r = http_load(op, port, key, users, clients, seconds, rate, progress=True)
     queue.put((r.name, r.requests, r.errors, r.seconds, r.latencies_ms, r.offered_rps, r.cpu_s))
 

@@ -194,8 +194,9 @@ def _kind(statement: str) -> str:
             r"\b(INSERT INTO|UPDATE)\s+(\w+)", text, re.IGNORECASE)]
         return "WITH " + " + ".join(parts)
     text = text[:160]
-    if "ledger_post_batch" in text:
-        return "SELECT ledger_post_batch(...)"
+    for function in ("ledger_post_arrays", "ledger_post_batch"):
+        if function in text:
+            return f"SELECT {function}(...)"
     if "pg_advisory_xact_lock" in text:
         return "SELECT pg_advisory_xact_lock"
     call = re.match(r"SELECT\s+(\w+)\s*\(", text, re.IGNORECASE)

@@ -53,7 +53,11 @@ class ApiContext:
     #: first request's process died); the services below are idempotent themselves.
     idempotency_stale_s: int = 300
     #: Threads of ``readers`` (the hot reads' threads, apart from the threadpool of the routes).
-    reader_threads: int = 16
+    #: Few on purpose: a read holds its thread for about half a millisecond, so 3 per process
+    #: keep up with over 1,000 requests/s, while more threads only contend for the GIL. Paced at
+    #: 1,000 balances requests/s (2 workers, 2 cores), p99 was 100-190 ms with 16 threads and
+    #: mostly 7-32 ms with 2-3 (bench/RESULTS.md, "HTTP API").
+    reader_threads: int = 3
     _sources: dict[str, AddressSource] = field(default_factory=dict)
 
     @cached_property
