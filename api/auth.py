@@ -120,7 +120,7 @@ _AUTHORIZE = (
     "  CAST(CAST(%(w)s AS jsonb) ->> k.scope AS int) AS window_s"
     " FROM api_keys k JOIN api_clients c ON c.id = k.client_id"
     " WHERE k.prefix = %(p)s AND k.secret_sha256 = %(h)s AND k.revoked_at IS NULL), "
-    f"hit AS ({ratelimit.HIT_SQL.format(key='k.id', window='k.window_s', source='k')}) "
+    f"{ratelimit.HIT_SQL.format(key='k.id', window='k.window_s', source='k')} "
     "SELECT k.id, k.prefix, k.scope, k.client_id, k.name, hit.requests, "
     f" {ratelimit.LEFT_SQL.format(window='k.window_s')} AS left_s, "
     " CAST(%(u)s AS text) IS NOT NULL AND EXISTS (SELECT 1 FROM api_users u"

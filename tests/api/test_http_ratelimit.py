@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -90,3 +91,28 @@ def test_the_counter_commit_mode_does_not_leak_into_other_transactions(engine: E
             for c in conns:
                 c.close()
         assert modes == {"on"}
+
+
+def test_counters_of_different_sessions_are_summed(engine: Engine) -> None:
+    # Each database session counts in a row of its own (no queue on one row per key); the limit
+    # is on their sum. Two connections held at once are two sessions.
+    from types import SimpleNamespace
+
+    from fastapi.security import HTTPAuthorizationCredentials
+
+    from api.auth import SCOPES, authorize
+    from api.problems import RateLimited
+
+    with serve(engine, LIMITS) as api:
+        key = api.headers("acme")["Authorization"].split(" ", 1)[1]
+        ctx = SimpleNamespace(rate_limits=LIMITS)
+        creds = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as a, \
+                engine.connect().execution_options(isolation_level="AUTOCOMMIT") as b:
+            for conn in (a, b, a):  # 3 allowed in the window, counted in two rows
+                authorize(conn, ctx, creds, frozenset(SCOPES))  # type: ignore[arg-type]
+            with pytest.raises(RateLimited):
+                authorize(b, ctx, creds, frozenset(SCOPES))  # type: ignore[arg-type]
+            slots = a.execute(sa.text(
+                "SELECT count(*), sum(requests) FROM api_rate_windows")).one()
+        assert tuple(slots) == (2, 4)  # the refused request is counted too
