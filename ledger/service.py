@@ -420,6 +420,18 @@ def user_balances(
 # --- periods --------------------------------------------------------------------------------
 
 
+def _check_period_end(uow: UnitOfWork, ends_at: datetime, actor: str, role: str) -> None:
+    """PeriodCloseInvalid unless ``ends_at`` could close now: with a time zone, after the last
+    close, and ``actor`` named (the database checks again under its write gate)."""
+    if ends_at.tzinfo is None:
+        raise PeriodCloseInvalid("ends_at must carry a time zone")
+    if not actor:
+        raise PeriodCloseInvalid(f"{role} is required")
+    latest = repo.latest_period(uow.conn)
+    if latest is not None and ends_at <= latest.ends_at:
+        raise PeriodCloseInvalid(f"already closed through {latest.ends_at.isoformat()}")
+
+
 def close_period(
     uow: UnitOfWork, ends_at: datetime, *, closed_by: str, reason: str | None = None
 ) -> repo.PeriodRecord:
@@ -429,13 +441,7 @@ def close_period(
     then on refuses entries effective before ``ends_at`` unless they are out-of-period
     adjustments. Balances as of ``ends_at`` as known at the close never change afterwards.
     """
-    if ends_at.tzinfo is None:
-        raise PeriodCloseInvalid("ends_at must carry a time zone")
-    latest = repo.latest_period(uow.conn)
-    if latest is not None and ends_at <= latest.ends_at:
-        raise PeriodCloseInvalid(f"already closed through {latest.ends_at.isoformat()}")
-    if not closed_by:
-        raise PeriodCloseInvalid("closed_by is required")
+    _check_period_end(uow, ends_at, closed_by, "closed_by")
     try:
         return repo.insert_period(uow.conn, ends_at, closed_by, reason)
     except sa_exc.DBAPIError as exc:
@@ -452,13 +458,7 @@ def propose_period_close(
     """Propose closing everything effective before ``ends_at``; another person must approve
     (``approve_period_close``) before anything is closed. Refused now if it could never be
     approved: no time zone, not after the last close, or in the future."""
-    if ends_at.tzinfo is None:
-        raise PeriodCloseInvalid("ends_at must carry a time zone")
-    if not proposed_by:
-        raise PeriodCloseInvalid("proposed_by is required")
-    latest = repo.latest_period(uow.conn)
-    if latest is not None and ends_at <= latest.ends_at:
-        raise PeriodCloseInvalid(f"already closed through {latest.ends_at.isoformat()}")
+    _check_period_end(uow, ends_at, proposed_by, "proposed_by")
     if ends_at > repo.database_now(uow.conn):
         raise PeriodCloseInvalid(f"cannot close a period ending in the future ({ends_at})")
     return repo.insert_period_proposal(uow.conn, ends_at, proposed_by, reason)
