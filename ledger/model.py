@@ -225,6 +225,30 @@ def to_arrays(entries: Sequence[Entry]) -> PostArrays:
             accounts, assets, amounts, closes, reverses)
 
 
+#: Parameters of ``ledger_post_one``: key, fingerprint, kind, reference, effective time, reason,
+#: source, out-of-period flag, metadata as JSON text, then the lines' account ids, asset ids and
+#: amounts (decimal strings).
+OneParams = tuple[Any, ...]
+
+
+def is_plain(entry: Entry) -> bool:
+    """Whether ``entry`` reverses and closes nothing: what ``ledger_post_one`` takes."""
+    return entry.reverses_transaction_id is None and all(
+        line.closes_posting_id is None and line.reverses_posting_id is None
+        for line in entry.lines)
+
+
+def to_one_params(entry: Entry) -> OneParams:
+    """What ``ledger_post_one`` takes for a plain entry (``is_plain``)."""
+    assert is_plain(entry), "entries that reverse or close go through ledger_post_arrays"
+    return (entry.idempotency_key, fingerprint(entry), entry.kind, entry.reference,
+            entry.effective_at, entry.reason, entry.source, entry.out_of_period,
+            json.dumps(dict(entry.metadata)) if entry.metadata else "{}",
+            [line.account.id for line in entry.lines],
+            [line.account.asset.id for line in entry.lines],
+            [str(line.amount_minor) for line in entry.lines])
+
+
 def format_amount(amount_minor: int, scale: int) -> str:
     """Render minor units as an exact decimal string: ``format_amount(160, 2) == "1.60"``."""
     check_amount(amount_minor)

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from config.database import driver_rows
 from ledger import tables as t
-from ledger.model import Account, AccountType, Asset, PostArrays
+from ledger.model import Account, AccountType, Asset, OneParams, PostArrays
 
 
 def to_int(value: Decimal | int | None) -> int:
@@ -206,34 +206,77 @@ def post_batch(conn: Connection, arrays: PostArrays) -> list[tuple[str, int | No
 
 
 def post_batch_alone(engine: Engine, arrays: PostArrays) -> list[tuple[str, int | None]]:
-    """``post_batch`` as one autocommit statement of its own: the call and the commit are a
-    single round trip, so the balance rows are not held while a COMMIT travels from the client.
+    """``post_batch`` as one autocommit statement of its own (``_alone``)."""
+    rows = _alone(engine, _POST_SQL, _post_params(arrays))
+    return _post_batch_rows(rows, len(arrays[0]))
+
+
+_POST_ONE_SQL = (
+    "SELECT status, transaction_id FROM ledger_post_one(%s, %s, %s, %s, %s::timestamptz, %s, "
+    "%s, %s::boolean, %s::jsonb, %s::bigint[], %s::int[], %s::numeric[])"
+)
+
+
+def post_one(conn: Connection, params: OneParams) -> tuple[str, int | None]:
+    """Call ``ledger_post_one`` (``model.to_one_params``): the entry's (status, transaction id)."""
+    rows = driver_rows(conn, _POST_ONE_SQL, _one_params(params))
+    assert len(rows) == 1, "ledger_post_one returns one row"
+    return rows[0][0], rows[0][1]
+
+
+def post_one_alone(engine: Engine, params: OneParams) -> tuple[str, int | None]:
+    """``post_one`` as one autocommit statement of its own (``_alone``)."""
+    rows = _alone(engine, _POST_ONE_SQL, _one_params(params))
+    assert len(rows) == 1, "ledger_post_one returns one row"
+    return rows[0][0], rows[0][1]
+
+
+def _one_params(params: OneParams) -> tuple[Any, ...]:
+    """Every parameter as text, the line arrays as literals (see ``_post_params``): psycopg's
+    dumpers for a datetime and a bool cost more than formatting them here."""
+    key, fp, kind, ref, eff, reason, source, oop, meta, accounts, assets, amounts = params
+    return (key, fp, kind, ref, eff.isoformat(), reason, source, "t" if oop else "f", meta,
+            _int_array(accounts), _int_array(assets), _int_array(amounts))
+
+
+#: Key of the psycopg cursor ``_alone`` keeps in a pooled connection's ``info``.
+_CURSOR = "ledger.repository.cursor"
+
+
+def _alone(engine: Engine, statement: str, params: tuple[Any, ...]) -> list[Any]:
+    """Run a post function as one autocommit statement of its own: the call and the commit are
+    a single round trip, so the balance rows are not held while a COMMIT travels from the
+    client.
 
     It talks to the pooled psycopg connection directly: SQLAlchemy's execution layer cost the
     client more CPU per call than all the rest of a post (validation, fingerprint, JSON, the
     driver call; measured in bench/RESULTS.md), and clients may share the machine with the
-    server. Errors are re-raised as
-    SQLAlchemy's ``DBAPIError`` subclasses, as from any other repository function.
+    server. Errors are re-raised as SQLAlchemy's ``DBAPIError`` subclasses, as from any other
+    repository function.
     """
     raw = engine.raw_connection()
     try:
         driver = raw.driver_connection
         assert driver is not None
+        # One cursor per connection, kept with it (a new one per call cost ~15 us).
+        cursor = raw.info.get(_CURSOR)
+        if cursor is None or cursor.closed:
+            cursor = raw.info[_CURSOR] = driver.cursor()
         driver.autocommit = True
         try:
-            rows = driver.execute(_POST_SQL, _post_params(arrays)).fetchall()
+            rows: list[Any] = cursor.execute(statement, params).fetchall()
         except engine.dialect.loaded_dbapi.Error as exc:
             if driver.broken:
                 raw.invalidate(exc)
             raise sa_exc.DBAPIError.instance(
-                _POST_SQL, None, exc, engine.dialect.loaded_dbapi.Error
+                statement, None, exc, engine.dialect.loaded_dbapi.Error
             ) from exc
         finally:
             if not driver.broken:
                 driver.autocommit = False
     finally:
         raw.close()
-    return _post_batch_rows(rows, len(arrays[0]))
+    return rows
 
 
 def get_transaction(conn: Connection, transaction_id: int) -> TransactionRecord | None:

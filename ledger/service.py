@@ -41,7 +41,8 @@ from ledger.errors import (
 )
 from ledger.model import Account, Asset, Entry, Line
 
-#: Verdicts of ``ledger_post_arrays`` that refuse an item, and the error each one means.
+#: Verdicts of ``ledger_post_arrays`` and ``ledger_post_one`` that refuse an entry, and the error
+#: each one means.
 REFUSALS: dict[str, type[LedgerError]] = {
     "conflict": IdempotencyConflict,
     "insufficient_funds": InsufficientFunds,
@@ -144,7 +145,16 @@ def post(uow: UnitOfWork, entry: Entry) -> Posted:
     another request: IdempotencyConflict. A flag that would be violated: InsufficientFunds, and
     nothing is written. Retries on serialization failures belong to the caller's unit of work.
     """
-    outcome = post_batch(uow, [entry])[0]
+    if model.is_plain(entry):
+        model.validate_entry(entry)
+        outcome = _outcome(entry.idempotency_key,
+                           *repo.post_one(uow.conn, model.to_one_params(entry)))
+    else:
+        outcome = post_batch(uow, [entry])[0]
+    return _posted(outcome)
+
+
+def _posted(outcome: BatchOutcome) -> Posted:
     if outcome.error is not None:
         raise outcome.error
     assert outcome.transaction_id is not None
@@ -187,7 +197,7 @@ def _outcome(key: str, status: str, txid: int | None) -> BatchOutcome:
     if status in ("posted", "replayed"):
         return BatchOutcome(status, txid, None)
     error_type = REFUSALS.get(status)
-    assert error_type is not None, f"unknown verdict {status!r} from ledger_post_arrays"
+    assert error_type is not None, f"unknown verdict {status!r} from the post function"
     messages = {
         "conflict": f"idempotency key {key} was used for a different request",
         "insufficient_funds": f"{key}: an account would go past its limit",
@@ -205,13 +215,22 @@ def post_entry(engine: Engine, entry: Entry, *, attempts_max: int = 8) -> Posted
 
     The entry is sent as one autocommit statement: the post function and the commit happen in a
     single round trip, so the balance rows (hot accounts especially) are not held locked while
-    a COMMIT travels from the client.
+    a COMMIT travels from the client. An entry that reverses or closes nothing goes through
+    ``ledger_post_one``, the others through ``ledger_post_arrays`` (as a batch of one).
     """
-    outcome = post_entries(engine, [entry], attempts_max=attempts_max)[0]
-    if outcome.error is not None:
-        raise outcome.error
-    assert outcome.transaction_id is not None
-    return Posted(outcome.transaction_id, outcome.status == "replayed")
+    if not model.is_plain(entry):
+        return _posted(post_entries(engine, [entry], attempts_max=attempts_max)[0])
+    model.validate_entry(entry)
+    params = model.to_one_params(entry)
+    for attempt in range(1, attempts_max + 1):
+        try:
+            status, txid = repo.post_one_alone(engine, params)
+            return _posted(_outcome(entry.idempotency_key, status, txid))
+        except sa_exc.DBAPIError as exc:
+            if not is_retryable(exc) or attempt == attempts_max:
+                raise
+            retry_pause(attempt)
+    raise AssertionError("unreachable")
 
 
 def post_entries(

@@ -7,6 +7,8 @@ the point is that the trigger holds even for the table owner, as the owner (``ow
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -531,11 +533,14 @@ class TestWriterRole:
     """ledger_post_batch runs as custody_ledger_writer, which the guard triggers skip (0006): it
     must enforce their rules itself, and nobody else may act as that role."""
 
-    def test_function_runs_as_the_writer_with_a_pinned_search_path(self, owner: Engine) -> None:
+    @pytest.mark.parametrize("function", ["ledger_post_arrays", "ledger_post_one"])
+    def test_function_runs_as_the_writer_with_a_pinned_search_path(
+        self, owner: Engine, function: str
+    ) -> None:
         with owner.connect() as conn:
             row = conn.execute(sa.text(
                 "SELECT pg_get_userbyid(proowner), prosecdef, proconfig FROM pg_proc "
-                "WHERE proname = 'ledger_post_arrays'")).one()
+                "WHERE proname = :f"), {"f": function}).one()
         assert row[0] == "custody_ledger_writer"
         assert row[1] is True
         assert "search_path=pg_catalog, public, pg_temp" in row[2]
@@ -682,3 +687,189 @@ class TestWriterRole:
         with book.engine.begin() as conn:
             assert raw_post(conn, [item]) == [(1, "mismatch", None)]
         assert count(book.engine, "ledger_postings") == 2
+
+
+def raw_one(
+    conn: Connection, key: str, lines: list[tuple[int, int, int]], *, fp: str = "1" * 64,
+    eff: str = "2026-11-01T00:00:00+00:00", oop: bool | None = False,
+) -> tuple[str, int | None]:
+    """Call ledger_post_one as the connection's role: lines are (account id, asset id, amount)."""
+    row = conn.exec_driver_sql(
+        "SELECT * FROM ledger_post_one(%s, %s, 'raw', NULL, %s::timestamptz, NULL, 'raw-sql', "
+        "%s, '{}'::jsonb, %s::bigint[], %s::int[], %s::numeric[])",
+        (key, fp, eff, oop, [a for a, _, _ in lines], [s for _, s, _ in lines],
+         [m for _, _, m in lines])).one()
+    return row[0], row[1]
+
+
+def balance(engine: Engine, account_id: int) -> tuple[int, int]:
+    """An account's stored (balance, version)."""
+    with engine.connect() as conn:
+        row = conn.execute(sa.text(
+            "SELECT balance, version FROM account_balances WHERE account_id = :a"),
+            {"a": account_id}).one()
+    return int(row[0]), int(row[1])
+
+
+class TestPostOne:
+    """ledger_post_one (0010), the single-entry write path, runs as the writer role too: it must
+    enforce what the skipped triggers enforce, and judge as ledger_post_arrays judges."""
+
+    def test_posts_lines_postings_and_balances(self, book: Book) -> None:
+        wallet = book.wallet("u1")
+        with book.engine.begin() as conn:
+            status, txn = raw_one(conn, "one", [(book.custody.id, book.usdc.id, 40),
+                                                (wallet.id, book.usdc.id, -40)])
+        assert status == "posted" and txn is not None
+        with book.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT line_no, account_id, amount FROM ledger_postings "
+                "WHERE transaction_id = :t ORDER BY line_no"), {"t": txn}).all()
+            recorded = conn.execute(sa.text(
+                "SELECT recorded_at > now() - interval '1 minute' FROM ledger_transactions "
+                "WHERE id = :t"), {"t": txn}).scalar_one()
+        assert [tuple(r) for r in rows] == [(1, book.custody.id, 40), (2, wallet.id, -40)]
+        assert recorded is True
+        assert balance(book.engine, book.custody.id) == (40, 1)
+        assert balance(book.engine, wallet.id) == (-40, 1)
+
+    def test_repeated_account_and_several_assets(self, book: Book) -> None:
+        # Not the two-line fast case: the lines are grouped per account in SQL.
+        with book.engine.begin() as conn:
+            status, _ = raw_one(conn, "multi", [
+                (book.custody.id, book.usdc.id, 30), (book.equity.id, book.usdc.id, -10),
+                (book.equity.id, book.usdc.id, -20), (book.custody_eth.id, book.eth.id, 7),
+                (book.suspense.id, book.usdc.id, 5), (book.suspense.id, book.usdc.id, -5),
+                (book.custody_eth.id, book.eth.id, -7)])
+        assert status == "posted"
+        assert balance(book.engine, book.equity.id) == (-30, 1)
+        # Touched, net zero: the version still counts the transaction, as in ledger_post_arrays.
+        assert balance(book.engine, book.custody_eth.id) == (0, 1)
+        assert balance(book.engine, book.suspense.id) == (0, 1)
+
+    @pytest.mark.parametrize(
+        "lines, sqlstate, message",
+        [
+            ([(0, 0, 40), (1, 0, -39)], "23514", "does not balance per asset"),
+            # Balanced in total, not per asset.
+            ([(0, 0, 40), (2, 1, -40)], "23514", "does not balance per asset"),
+            ([(0, 0, 40), (1, 0, -20), (2, 1, -20)], "23514", "does not balance per asset"),
+            # USDC custody posted as ETH, balanced in ETH: the two-line case ...
+            ([(0, 1, 40), (2, 1, -40)], "23503", "is not in asset"),
+            # ... and with more lines.
+            ([(0, 1, 40), (2, 1, -30), (2, 1, -10)], "23503", "is not in asset"),
+            # One account with lines in two assets.
+            ([(0, 0, 40), (1, 0, -40), (0, 1, 5), (2, 1, -5)], "23503", "every asset"),
+            ([(0, 0, 40), (-1, 0, -40)], "23503", "has no balance row"),
+            ([], "22023", "at least one line"),
+        ],
+    )
+    def test_refuses_what_the_skipped_triggers_refused(
+        self, book: Book, lines: list[tuple[int, int, int]], sqlstate: str, message: str
+    ) -> None:
+        accounts = {0: book.custody.id, 1: book.equity.id, 2: book.custody_eth.id,
+                    -1: 987_654_321}
+        assets = {0: book.usdc.id, 1: book.eth.id}
+        real = [(accounts[a], assets[s], m) for a, s, m in lines]
+        with pytest.raises(sa.exc.DBAPIError, match=message) as excinfo:
+            with book.engine.begin() as conn:
+                raw_one(conn, "bad", real)
+        assert sqlstate_of(excinfo) == sqlstate
+        assert count(book.engine, "ledger_transactions") == 0
+        assert count(book.engine, "ledger_postings") == 0
+
+    @pytest.mark.parametrize("change", ["array short", "null element", "null flag"])
+    def test_refuses_a_malformed_request(self, book: Book, change: str) -> None:
+        arrays: list[list[object]] = [[book.custody.id, book.equity.id],
+                                      [book.usdc.id, book.usdc.id], ["5", "-5"]]
+        oop: bool | None = False
+        if change == "array short":
+            arrays[2] = ["5"]
+        elif change == "null element":
+            arrays[0] = [book.custody.id, None]
+        else:
+            oop = None
+        with pytest.raises(sa.exc.DBAPIError) as excinfo:
+            with book.engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "SELECT * FROM ledger_post_one('k', %s, 'raw', NULL, now(), NULL, 'raw', %s, "
+                    "'{}', %s::bigint[], %s::int[], %s::numeric[])",
+                    ("1" * 64, oop, *arrays)).all()
+        assert sqlstate_of(excinfo) == "22023"
+        assert count(book.engine, "ledger_transactions") == 0
+
+    def test_insufficient_funds_writes_nothing(self, book: Book) -> None:
+        wallet = book.wallet("u1")
+        book.deposit("u1", 100, "d1")
+        with book.engine.begin() as conn:
+            assert raw_one(conn, "spend", [(wallet.id, book.usdc.id, 101),
+                                           (book.equity.id, book.usdc.id, -101)]) == (
+                "insufficient_funds", None)
+            # The unit of work goes on: a refusal is a verdict, not an error.
+            assert raw_one(conn, "spend2", [(wallet.id, book.usdc.id, 100),
+                                            (book.equity.id, book.usdc.id, -100)])[0] == "posted"
+        assert balance(book.engine, wallet.id) == (0, 2)
+        assert count(book.engine, "ledger_transactions") == 2
+
+    def test_replay_and_conflict(self, book: Book) -> None:
+        lines = [(book.custody.id, book.usdc.id, 5), (book.equity.id, book.usdc.id, -5)]
+        with book.engine.begin() as conn:
+            status, txn = raw_one(conn, "k", lines)
+        assert status == "posted"
+        with book.engine.begin() as conn:
+            assert raw_one(conn, "k", lines) == ("replayed", txn)
+            assert raw_one(conn, "k", lines, fp="2" * 64) == ("conflict", txn)
+        assert balance(book.engine, book.custody.id) == (5, 1)
+
+    def test_period_rules(self, book: Book, owner: Engine) -> None:
+        with owner.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO ledger_periods (ends_at, closed_by) VALUES ('2026-11-15', 'tests')"))
+        lines = [(book.custody.id, book.usdc.id, 5), (book.equity.id, book.usdc.id, -5)]
+        with book.engine.begin() as conn:
+            assert raw_one(conn, "in", lines) == ("period_closed", None)
+            assert raw_one(conn, "after", lines, eff="2026-11-20T00:00:00+00:00",
+                           oop=True) == ("not_out_of_period", None)
+            assert raw_one(conn, "adj", lines, oop=True)[0] == "posted"
+        assert count(book.engine, "ledger_transactions") == 1
+
+    def test_balance_moved_between_read_and_lock_is_retried_not_judged(
+        self, book: Book, owner: Engine
+    ) -> None:
+        # The entry fits the balance it reads; by the time its UPDATE holds the row, a
+        # concurrent spend has committed and it no longer fits: 40001, nothing written.
+        wallet = book.wallet("u1")
+        book.deposit("u1", 100, "d1")
+        other = book.engine.connect()
+        other.begin()
+        assert raw_one(other, "first", [(wallet.id, book.usdc.id, 60),
+                                         (book.equity.id, book.usdc.id, -60)])[0] == "posted"
+        errors: list[BaseException] = []
+
+        def second() -> None:
+            try:
+                with book.engine.begin() as conn:
+                    raw_one(conn, "second", [(wallet.id, book.usdc.id, 50),
+                                             (book.equity.id, book.usdc.id, -50)])
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                errors.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        with owner.connect() as watch:
+            for _ in range(3000):
+                waiting = watch.execute(sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE '%ledger_post_one%'")
+                ).scalar_one()
+                if waiting:
+                    break
+                time.sleep(0.01)
+        assert waiting == 1, "the second post never waited for the wallet's row"
+        other.commit()
+        other.close()
+        thread.join(10)
+        assert len(errors) == 1 and isinstance(errors[0], sa.exc.DBAPIError)
+        assert getattr(errors[0].orig, "sqlstate", None) == "40001"
+        assert balance(book.engine, wallet.id) == (-40, 2)
+        assert count(book.engine, "ledger_transactions") == 2
