@@ -529,6 +529,16 @@ def raw_item(key: str, lines: list[tuple[int, int, int]]) -> dict[str, object]:
     }
 
 
+def symbolic_lines(
+    book: Book, lines: list[tuple[int, int, int]]
+) -> list[tuple[int, int, int]]:
+    """Lines given as (account, asset, amount) with accounts 0 custody (USDC), 1 equity (USDC),
+    2 custody (ETH), -1 an id no account has, and assets 0 USDC, 1 ETH: the real ids."""
+    accounts = {0: book.custody.id, 1: book.equity.id, 2: book.custody_eth.id, -1: 987_654_321}
+    assets = {0: book.usdc.id, 1: book.eth.id}
+    return [(accounts[a], assets[s], m) for a, s, m in lines]
+
+
 class TestWriterRole:
     """ledger_post_batch runs as custody_ledger_writer, which the guard triggers skip (0006): it
     must enforce their rules itself, and nobody else may act as that role."""
@@ -595,10 +605,7 @@ class TestWriterRole:
     def test_function_refuses_what_the_skipped_triggers_refused(
         self, book: Book, lines: list[tuple[int, int, int]], sqlstate: str, message: str
     ) -> None:
-        accounts = {0: book.custody.id, 1: book.equity.id, 2: book.custody_eth.id,
-                    -1: 987_654_321}
-        assets = {0: book.usdc.id, 1: book.eth.id}
-        real = [(accounts[a], assets[s], m) for a, s, m in lines]
+        real = symbolic_lines(book, lines)
         with pytest.raises(sa.exc.DBAPIError, match=message) as excinfo:
             with book.engine.begin() as conn:
                 # A good item first: the whole call fails, so it is not written either.
@@ -767,10 +774,7 @@ class TestPostOne:
     def test_refuses_what_the_skipped_triggers_refused(
         self, book: Book, lines: list[tuple[int, int, int]], sqlstate: str, message: str
     ) -> None:
-        accounts = {0: book.custody.id, 1: book.equity.id, 2: book.custody_eth.id,
-                    -1: 987_654_321}
-        assets = {0: book.usdc.id, 1: book.eth.id}
-        real = [(accounts[a], assets[s], m) for a, s, m in lines]
+        real = symbolic_lines(book, lines)
         with pytest.raises(sa.exc.DBAPIError, match=message) as excinfo:
             with book.engine.begin() as conn:
                 raw_one(conn, "bad", real)
