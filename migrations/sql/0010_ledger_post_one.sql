@@ -1,7 +1,9 @@
 -- 0010: a single entry without reversals or closings posts through ledger_post_one, a write
--- path of its own: four statements (the write gate, the transaction row with the period, key
--- and funds checks in its WHERE, the postings, one guarded UPDATE per balance row in
--- account-id order) instead of ledger_post_arrays' eight with their loops over arrays.
+-- path of its own: the write gate, one INSERT for the transaction row (the period, key and
+-- funds checks in its WHERE), one for the postings, and one guarded UPDATE per balance row in
+-- account-id order (five statements for a transfer; a grouping SELECT first when the entry has
+-- more than two lines or repeats an account) instead of ledger_post_arrays' eight with their
+-- loops over arrays.
 --
 -- Same role, same rules: it runs as custody_ledger_writer (see 0006; the guard triggers skip
 -- it) and enforces what they enforce for everyone else: balance per asset, at least one line,
@@ -28,8 +30,12 @@ CREATE INDEX ledger_transactions_reference_idx ON ledger_transactions (reference
 -- 'period_closed', 'not_out_of_period', 'insufficient_funds', 'balance_out_of_range' (nothing
 -- written; no transaction id). Malformed requests raise as ledger_post_arrays does: 22023
 -- (array shapes), 23514 (not balanced per asset), 23503 (unknown account, account not in the
--- line's asset). 40001 when a concurrent request took the key or moved a balance between the
--- read and the UPDATE: the caller retries, and the retry judges again.
+-- line's asset). 40001 when a concurrent request moved a balance between the read and the
+-- UPDATE, or between the INSERT and the reading of why it was refused: the caller retries, and
+-- the retry judges again. (A concurrent request holding the same key is waited for by the
+-- INSERT's ON CONFLICT: then replayed or conflict if it commits, posted if it rolls back.)
+-- Where this differs from ledger_post_arrays: a stored key is judged before the accounts, so a
+-- conflicting request naming an unknown account is 'conflict' rather than 23503.
 CREATE FUNCTION ledger_post_one(
   p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamptz, p_reason text,
   p_source text, p_oop boolean, p_meta jsonb,
@@ -67,11 +73,20 @@ BEGIN
   PERFORM pg_advisory_xact_lock_shared(7301, 1);
 
   IF v_lines = 0 OR cardinality(l_asset) IS DISTINCT FROM v_lines
-     OR cardinality(l_amt) IS DISTINCT FROM v_lines OR p_oop IS NULL
+     OR cardinality(l_amt) IS DISTINCT FROM v_lines
+     -- One dimension, numbered from 1: the lines are read by position below.
+     OR array_ndims(l_acc) <> 1 OR array_ndims(l_asset) <> 1 OR array_ndims(l_amt) <> 1
+     OR array_lower(l_acc, 1) <> 1 OR array_lower(l_asset, 1) <> 1
+     OR array_lower(l_amt, 1) <> 1
      OR array_position(l_acc, NULL) IS NOT NULL OR array_position(l_asset, NULL) IS NOT NULL
      OR array_position(l_amt, NULL) IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line, '
       'and at least one line' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- What the judging below reads (a NULL would make it judge nothing, or retry forever).
+  IF p_key IS NULL OR p_fp IS NULL OR p_eff IS NULL OR p_oop IS NULL THEN
+    RAISE EXCEPTION 'ledger_post_one: key, fingerprint, effective time and out-of-period flag '
+      'must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
   IF v_lines = 2 AND l_acc[1] <> l_acc[2] AND l_asset[1] = l_asset[2] THEN
@@ -102,7 +117,7 @@ BEGIN
         USING ERRCODE = 'foreign_key_violation';
     END IF;
   END IF;
-  IF v_bad THEN
+  IF v_bad IS NOT FALSE THEN
     -- What the triggers check for other writers (they skip this function).
     RAISE EXCEPTION 'ledger_post_one: the entry does not balance per asset'
       USING ERRCODE = 'check_violation';
@@ -165,8 +180,8 @@ BEGIN
       END IF;
     END LOOP;
     IF v_verdict IS NULL THEN
-      -- Nothing refuses it now: the key's transaction was rolled back, or a balance moved,
-      -- since the INSERT looked. Judge it again from the start.
+      -- Nothing refuses it now: a balance moved since the INSERT looked (a credit came in).
+      -- Judge it again from the start.
       RAISE EXCEPTION 'ledger_post_one: the entry''s state moved while it was judged'
         USING ERRCODE = '40001';
     END IF;
@@ -208,3 +223,59 @@ REVOKE ALL ON FUNCTION ledger_post_one(text, text, text, text, timestamptz, text
   jsonb, bigint[], int[], numeric[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ledger_post_one(text, text, text, text, timestamptz, text, text,
   boolean, jsonb, bigint[], int[], numeric[]) TO custody_app;
+
+-- ---------------------------------------------------------------------------------------------
+-- ledger_post_arrays reads its arrays by position (from 1) in some places and unnests them in
+-- others: an array numbered from another index (a raw caller's '[0:1]={...}') made the two
+-- disagree, so that a line's account could escape the asset check and a posting of one asset
+-- land on an account of another. Its arrays must now be one-dimensional and numbered from 1,
+-- checked by a front that keeps the name and the grants; the body is renamed and callable only
+-- by its owner (the writer role, through the front).
+CREATE FUNCTION ledger_array_ok(a anyarray) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog
+AS $$ SELECT a IS NULL OR cardinality(a) = 0 OR (array_ndims(a) = 1 AND array_lower(a, 1) = 1) $$;
+
+ALTER FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
+  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+  RENAME TO ledger_post_arrays_body;
+REVOKE ALL ON FUNCTION ledger_post_arrays_body(text[], text[], text[], text[], timestamptz[],
+  text[], text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[],
+  bigint[]) FROM PUBLIC, custody_app;
+
+CREATE FUNCTION ledger_post_arrays(
+  i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamptz[],
+  i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[],
+  i_lines int[],
+  l_acc bigint[], l_asset int[], l_amt numeric[], l_closes bigint[], l_revs bigint[])
+RETURNS TABLE (item int, status text, transaction_id bigint)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $fn$
+BEGIN
+  IF NOT (ledger_array_ok(i_key) AND ledger_array_ok(i_fp) AND ledger_array_ok(i_kind)
+          AND ledger_array_ok(i_ref) AND ledger_array_ok(i_eff) AND ledger_array_ok(i_reason)
+          AND ledger_array_ok(i_source) AND ledger_array_ok(i_rev) AND ledger_array_ok(i_oop)
+          AND ledger_array_ok(i_meta) AND ledger_array_ok(i_lines) AND ledger_array_ok(l_acc)
+          AND ledger_array_ok(l_asset) AND ledger_array_ok(l_amt) AND ledger_array_ok(l_closes)
+          AND ledger_array_ok(l_revs)) THEN
+    RAISE EXCEPTION 'ledger_post_arrays: every array must be one-dimensional and numbered from 1'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN QUERY SELECT b.item, b.status, b.transaction_id
+                 FROM ledger_post_arrays_body(i_key, i_fp, i_kind, i_ref, i_eff, i_reason,
+                                              i_source, i_rev, i_oop, i_meta, i_lines, l_acc,
+                                              l_asset, l_amt, l_closes, l_revs) b;
+END
+$fn$;
+
+ALTER FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
+  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+  OWNER TO custody_ledger_writer;
+REVOKE ALL ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[],
+  text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[],
+  text[], text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[],
+  bigint[]) TO custody_app;

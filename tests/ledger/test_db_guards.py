@@ -14,7 +14,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from tests.ledger.conftest import Book
+from config.uow import UnitOfWork
+from ledger import repository as repo
+from ledger import service
+from tests.ledger.conftest import Book, transfer
 
 LIMIT = 2**127
 
@@ -620,7 +623,8 @@ class TestWriterRole:
 
     @pytest.mark.parametrize(
         "change",
-        ["item array short", "line array short", "lines do not add up", "null flag"],
+        ["item array short", "line array short", "lines do not add up", "null flag",
+         "assets from index 0", "keys from index 0", "two dimensions"],
     )
     def test_array_form_refuses_a_malformed_request(self, book: Book, change: str) -> None:
         arrays: list[list[object]] = [
@@ -635,8 +639,17 @@ class TestWriterRole:
             arrays[13] = ["5"]
         elif change == "lines do not add up":
             arrays[10] = [3]
-        else:
+        elif change == "null flag":
             arrays[8] = [None]
+        elif change == "assets from index 0":
+            # Read by position from 1, the second line's asset (ETH custody, posted as USDC)
+            # would have escaped the check, and a USDC posting landed on an ETH account.
+            arrays[11] = [book.custody.id, book.custody_eth.id]
+            arrays[12] = f"[0:1]={{{book.usdc.id},{book.usdc.id}}}"  # type: ignore[assignment]
+        elif change == "keys from index 0":
+            arrays[0] = "[0:0]={k1}"  # type: ignore[assignment]
+        else:
+            arrays[13] = [["5"], ["-5"]]
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
             with book.engine.begin() as conn:
                 conn.exec_driver_sql(
@@ -782,23 +795,34 @@ class TestPostOne:
         assert count(book.engine, "ledger_transactions") == 0
         assert count(book.engine, "ledger_postings") == 0
 
-    @pytest.mark.parametrize("change", ["array short", "null element", "null flag"])
+    @pytest.mark.parametrize(
+        "change",
+        ["array short", "null element", "null flag", "null key", "null time", "from index 0"])
     def test_refuses_a_malformed_request(self, book: Book, change: str) -> None:
         arrays: list[list[object]] = [[book.custody.id, book.equity.id],
                                       [book.usdc.id, book.usdc.id], ["5", "-5"]]
+        key: str | None = "k"
+        eff: str | None = "2026-11-01T00:00:00+00:00"
         oop: bool | None = False
         if change == "array short":
             arrays[2] = ["5"]
         elif change == "null element":
             arrays[0] = [book.custody.id, None]
-        else:
+        elif change == "null flag":
             oop = None
+        elif change == "null key":
+            key = None
+        elif change == "null time":
+            eff = None
+        else:
+            # Unbalanced when read by position from 1 (7 + NULL), as unnest writes it (7, -3).
+            arrays[2] = "[0:1]={7,-3}"  # type: ignore[assignment]
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
             with book.engine.begin() as conn:
                 conn.exec_driver_sql(
-                    "SELECT * FROM ledger_post_one('k', %s, 'raw', NULL, now(), NULL, 'raw', %s, "
-                    "'{}', %s::bigint[], %s::int[], %s::numeric[])",
-                    ("1" * 64, oop, *arrays)).all()
+                    "SELECT * FROM ledger_post_one(%s, %s, 'raw', NULL, %s::timestamptz, NULL, "
+                    "'raw', %s, '{}', %s::bigint[], %s::int[], %s::numeric[])",
+                    (key, "1" * 64, eff, oop, *arrays)).all()
         assert sqlstate_of(excinfo) == "22023"
         assert count(book.engine, "ledger_transactions") == 0
 
@@ -814,6 +838,55 @@ class TestPostOne:
                                             (book.equity.id, book.usdc.id, -100)])[0] == "posted"
         assert balance(book.engine, wallet.id) == (0, 2)
         assert count(book.engine, "ledger_transactions") == 2
+
+    def test_custody_flag_and_128_bit_range(self, book: Book) -> None:
+        # custody: credits must not exceed debits; equity has no flag.
+        big = 2**126
+        with book.engine.begin() as conn:
+            assert raw_one(conn, "over", [(book.equity.id, book.usdc.id, 1),
+                                          (book.custody.id, book.usdc.id, -1)]) == (
+                "insufficient_funds", None)
+            assert raw_one(conn, "b1", [(book.custody.id, book.usdc.id, big),
+                                        (book.equity.id, book.usdc.id, -big)])[0] == "posted"
+            assert raw_one(conn, "b2", [(book.custody.id, book.usdc.id, big),
+                                        (book.equity.id, book.usdc.id, -big)]) == (
+                "balance_out_of_range", None)
+        assert balance(book.engine, book.custody.id) == (big, 1)
+
+    def test_replay_after_the_funds_are_gone_is_still_a_replay(self, book: Book) -> None:
+        wallet = book.wallet("u1")
+        book.deposit("u1", 100, "d1")
+        spend = [(wallet.id, book.usdc.id, 100), (book.equity.id, book.usdc.id, -100)]
+        with book.engine.begin() as conn:
+            status, txn = raw_one(conn, "spend", spend)
+        assert status == "posted"
+        with book.engine.begin() as conn:
+            assert raw_one(conn, "spend", spend) == ("replayed", txn)
+        assert balance(book.engine, wallet.id) == (0, 2)
+
+    def test_plain_entries_route_here_and_reversals_do_not(
+        self, book: Book, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        calls: list[str] = []
+        alone = repo._alone
+
+        def spy(engine: Engine, statement: str, params: tuple[object, ...]) -> list[object]:
+            calls.append(statement.split("(")[0].split()[-1])
+            return alone(engine, statement, params)
+
+        monkeypatch.setattr(repo, "_alone", spy)
+        txn = book.deposit("u1", 100, "d1")
+        with UnitOfWork(book.engine) as uow:
+            statements: list[str] = []
+            sa.event.listen(uow.conn, "before_cursor_execute",
+                            lambda *a: statements.append(a[2]))
+            service.post(uow, transfer("t1", book.custody, book.equity, 5))
+            service.reverse(uow, txn, idempotency_key="r1", reason="test", source="tests")
+            uow.commit()
+        assert calls == ["ledger_post_one"]  # the deposit, a standalone post
+        called = [n for st in statements for n in ("ledger_post_one", "ledger_post_arrays")
+                  if n in st]
+        assert called == ["ledger_post_one", "ledger_post_arrays"]
 
     def test_replay_and_conflict(self, book: Book) -> None:
         lines = [(book.custody.id, book.usdc.id, 5), (book.equity.id, book.usdc.id, -5)]
@@ -846,14 +919,25 @@ class TestPostOne:
         book.deposit("u1", 100, "d1")
         other = book.engine.connect()
         other.begin()
-        assert raw_one(other, "first", [(wallet.id, book.usdc.id, 60),
+        try:
+            self._second_post_waits_then_fails(book, owner, other, wallet.id)
+        finally:
+            other.close()
+        assert balance(book.engine, wallet.id) == (-40, 2)
+        assert count(book.engine, "ledger_transactions") == 2
+
+    @staticmethod
+    def _second_post_waits_then_fails(
+        book: Book, owner: Engine, other: Connection, wallet_id: int
+    ) -> None:
+        assert raw_one(other, "first", [(wallet_id, book.usdc.id, 60),
                                          (book.equity.id, book.usdc.id, -60)])[0] == "posted"
         errors: list[BaseException] = []
 
         def second() -> None:
             try:
                 with book.engine.begin() as conn:
-                    raw_one(conn, "second", [(wallet.id, book.usdc.id, 50),
+                    raw_one(conn, "second", [(wallet_id, book.usdc.id, 50),
                                              (book.equity.id, book.usdc.id, -50)])
             except BaseException as exc:  # noqa: BLE001 - handed to the test thread
                 errors.append(exc)
@@ -869,11 +953,9 @@ class TestPostOne:
                 if waiting:
                     break
                 time.sleep(0.01)
-        assert waiting == 1, "the second post never waited for the wallet's row"
+        assert waiting == 1, f"the second post never waited for the wallet's row: {errors}"
         other.commit()
-        other.close()
         thread.join(10)
         assert len(errors) == 1 and isinstance(errors[0], sa.exc.DBAPIError)
         assert getattr(errors[0].orig, "sqlstate", None) == "40001"
-        assert balance(book.engine, wallet.id) == (-40, 2)
-        assert count(book.engine, "ledger_transactions") == 2
+        assert "moved between read and lock" in str(errors[0])
