@@ -9,9 +9,9 @@ Design in brief (DESIGN.md section 4):
   balance rows in account-id order, judges every item (idempotent replay, conflict, insufficient
   funds, period rules, reversal limits), and writes transactions, postings and the balance
   projection in the same database transaction. A single entry that reverses and closes nothing
-  goes through ``ledger_post_one`` instead: the same verdicts in four statements, the funds
-  judged from an unlocked read and again by each balance row's UPDATE as it locks the row
-  (``migrations/sql/0010_ledger_post_one.sql``).
+  goes through ``ledger_post_one`` instead: the same verdicts in five statements for a
+  transfer, the funds judged from an unlocked read and again by each balance row's UPDATE as it
+  locks the row (``migrations/sql/0010_ledger_post_one.sql``).
 - The database enforces the rules again, for every writer: both functions run as the
   NOLOGIN role ``custody_ledger_writer`` and check them themselves in set-based statements (balance
   per asset, the posting's asset equals its account's, periods, funds, reversal limits); any
