@@ -18,7 +18,8 @@
 -- as locked), keeps the lock for the UPDATE and the commit only, with no second read.
 --
 -- Also: the transactions' reference index no longer holds the NULL references (most entries
--- have none, and nothing looks them up), so most inserts skip one index.
+-- have none, and nothing looks them up), so most inserts skip one index; and
+-- ledger_post_arrays takes only arrays numbered from 1 (see the end of this file).
 
 DROP INDEX ledger_transactions_reference_idx;
 CREATE INDEX ledger_transactions_reference_idx ON ledger_transactions (reference)
