@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
@@ -40,6 +41,8 @@ from ledger.errors import (
     TransactionNotFound,
 )
 from ledger.model import Account, Asset, Entry, Line
+
+_T = TypeVar("_T")
 
 #: Verdicts of ``ledger_post_arrays`` and ``ledger_post_one`` that refuse an entry, and the error
 #: each one means.
@@ -222,15 +225,8 @@ def post_entry(engine: Engine, entry: Entry, *, attempts_max: int = 8) -> Posted
         return _posted(post_entries(engine, [entry], attempts_max=attempts_max)[0])
     model.validate_entry(entry)
     params = model.to_one_params(entry)
-    for attempt in range(1, attempts_max + 1):
-        try:
-            status, txid = repo.post_one_alone(engine, params)
-            return _posted(_outcome(entry.idempotency_key, status, txid))
-        except sa_exc.DBAPIError as exc:
-            if not is_retryable(exc) or attempt == attempts_max:
-                raise
-            retry_pause(attempt)
-    raise AssertionError("unreachable")
+    status, txid = _retried(lambda: repo.post_one_alone(engine, params), attempts_max)
+    return _posted(_outcome(entry.idempotency_key, status, txid))
 
 
 def post_entries(
@@ -238,10 +234,16 @@ def post_entries(
 ) -> list[BatchOutcome]:
     """``post_batch`` in its own database transaction: one autocommit statement, retried whole
     on 40001/40P01 (the function's writes are atomic: all items' verdicts commit together)."""
+    return _retried(
+        lambda: _post_batch_with(lambda arrays: repo.post_batch_alone(engine, arrays), entries),
+        attempts_max)
+
+
+def _retried(call: Callable[[], _T], attempts_max: int) -> _T:
+    """``call()``, again after a pause on 40001/40P01, at most ``attempts_max`` times."""
     for attempt in range(1, attempts_max + 1):
         try:
-            return _post_batch_with(lambda arrays: repo.post_batch_alone(engine, arrays),
-                                    entries)
+            return call()
         except sa_exc.DBAPIError as exc:
             if not is_retryable(exc) or attempt == attempts_max:
                 raise
