@@ -950,6 +950,8 @@ class TestPostOne:
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                     "AND wait_event_type = 'Lock' AND query LIKE '%ledger_post_one%'")
                 ).scalar_one()
+                # A transaction reads pg_stat_activity once (a snapshot): end it to look again.
+                watch.rollback()
                 if waiting:
                     break
                 time.sleep(0.01)
