@@ -270,6 +270,58 @@ class TestBalanceProjection:
                     {"a": wallet.id},
                 )
 
+    # The guard fires only for an UPDATE that names one of these columns (0011): each of them,
+    # alone or next to a balance change, as the application role and as the owner.
+    @pytest.mark.parametrize("as_owner", [False, True], ids=["app", "owner"])
+    @pytest.mark.parametrize(
+        "assignment",
+        [
+            "account_id = account_id + 1",
+            "asset_id = :eth",
+            "debits_must_not_exceed_credits = NOT debits_must_not_exceed_credits",
+            "credits_must_not_exceed_debits = NOT credits_must_not_exceed_debits",
+            "balance = balance - 1, credits_must_not_exceed_debits = true",
+        ],
+    )
+    def test_every_immutable_column_is_guarded(
+        self, book: Book, owner: Engine, assignment: str, as_owner: bool
+    ) -> None:
+        wallet = book.wallet("u1")
+        engine = owner if as_owner else book.engine
+        before = self._row(book, wallet.id)
+        with pytest.raises(sa.exc.DBAPIError, match="only balance and version"):
+            with engine.begin() as conn:
+                conn.execute(
+                    sa.text(f"UPDATE account_balances SET {assignment} WHERE account_id = :a"),
+                    {"a": wallet.id, "eth": book.eth.id},
+                )
+        assert self._row(book, wallet.id) == before
+
+    def test_naming_an_immutable_column_unchanged_is_allowed(self, book: Book) -> None:
+        # The WHEN clause still decides: the same value is no change.
+        wallet = book.wallet("u1")
+        before = self._row(book, wallet.id)
+        with book.engine.begin() as conn:
+            conn.execute(
+                sa.text("UPDATE account_balances SET version = version + 1, "
+                        "debits_must_not_exceed_credits = debits_must_not_exceed_credits "
+                        "WHERE account_id = :a"),
+                {"a": wallet.id},
+            )
+        after = self._row(book, wallet.id)
+        assert after[4] == before[4] + 1
+        assert after[:4] == before[:4] and after[5] == before[5]
+
+    @staticmethod
+    def _row(book: Book, account_id: int) -> tuple[object, ...]:
+        with book.engine.connect() as conn:
+            return tuple(conn.execute(
+                sa.text("SELECT account_id, asset_id, debits_must_not_exceed_credits, "
+                        "credits_must_not_exceed_debits, version, balance "
+                        "FROM account_balances WHERE account_id = :a"),
+                {"a": account_id},
+            ).one())
+
 
 class TestReversalGuard:
     def test_raw_reversal_beyond_original_refused(self, book: Book) -> None:
