@@ -4,9 +4,9 @@
 -- account_balances_immutable (0001) was a BEFORE UPDATE trigger on every column with a WHEN
 -- clause comparing the four columns. PostgreSQL reads a trigger's WHEN clause from its stored
 -- form, plans and compiles it again for every statement, so every balance UPDATE (two per
--- transfer, in ledger_post_one, ledger_post_arrays and the withdrawal functions) paid for it
--- though it never names those columns: about 15-20 us of server CPU per transfer, 7% of
--- ledger_post_one's own time (bench/RESULTS.md, "Fifth pass").
+-- transfer in ledger_post_one, one per batch in ledger_post_arrays, rebuild-balances) paid for it
+-- though it never names those columns: 15-30 us of server CPU per single post, about a tenth
+-- of ledger_post_one's own time without the commit (bench/RESULTS.md, "Fifth pass").
 --
 -- Same protection: a column an UPDATE does not name keeps its old value (no other BEFORE
 -- UPDATE trigger on the table could change it), and an UPDATE that names one still meets the
