@@ -270,8 +270,8 @@ class TestBalanceProjection:
                     {"a": wallet.id},
                 )
 
-    # The guard fires only for an UPDATE that names one of these columns (0011): each of them,
-    # alone or next to a balance change, as the application role and as the owner.
+    # The guard fires only for an UPDATE that names one of these columns (0011): each of them
+    # alone, and one next to a balance change, as the application role and as the owner.
     @pytest.mark.parametrize("as_owner", [False, True], ids=["app", "owner"])
     @pytest.mark.parametrize(
         "assignment",
@@ -311,6 +311,22 @@ class TestBalanceProjection:
         after = self._row(book, wallet.id)
         assert after[4] == before[4] + 1
         assert after[:4] == before[:4] and after[5] == before[5]
+
+    def test_balance_rows_have_only_the_known_triggers(self, owner: Engine) -> None:
+        # A BEFORE UPDATE trigger that assigned account_id, asset_id or a flag in NEW would get
+        # past account_balances_immutable, which fires only for UPDATEs naming those columns
+        # (0011): a new trigger on this table must be checked against that first.
+        with owner.connect() as conn:
+            triggers = conn.execute(sa.text(
+                "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger "
+                "WHERE tgrelid = 'account_balances'::regclass AND NOT tgisinternal "
+                "ORDER BY tgname")).all()
+        assert [name for name, _ in triggers] == [
+            "account_balances_guard", "account_balances_immutable"]
+        definitions = dict(triggers)
+        assert "BEFORE INSERT ON" in definitions["account_balances_guard"]
+        assert ("BEFORE UPDATE OF account_id, asset_id, debits_must_not_exceed_credits, "
+                "credits_must_not_exceed_debits ON") in definitions["account_balances_immutable"]
 
     @staticmethod
     def _row(book: Book, account_id: int) -> tuple[object, ...]:
