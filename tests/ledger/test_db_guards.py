@@ -6,9 +6,11 @@ the point is that the trigger holds even for the table owner, as the owner (``ow
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -323,20 +325,22 @@ class TestBalanceProjection:
                 "ORDER BY tgname")).all()
         assert [name for name, _ in triggers] == [
             "account_balances_guard", "account_balances_immutable"]
-        definitions = dict(triggers)
+        definitions = {str(name): str(text) for name, text in triggers}
         assert "BEFORE INSERT ON" in definitions["account_balances_guard"]
         assert ("BEFORE UPDATE OF account_id, asset_id, debits_must_not_exceed_credits, "
                 "credits_must_not_exceed_debits ON") in definitions["account_balances_immutable"]
 
     @staticmethod
-    def _row(book: Book, account_id: int) -> tuple[object, ...]:
+    def _row(book: Book, account_id: int) -> tuple[int, int, bool, bool, int, int]:
+        """(account, asset, both flags, version, balance) of a balance row."""
         with book.engine.connect() as conn:
-            return tuple(conn.execute(
+            r = conn.execute(
                 sa.text("SELECT account_id, asset_id, debits_must_not_exceed_credits, "
                         "credits_must_not_exceed_debits, version, balance "
                         "FROM account_balances WHERE account_id = :a"),
                 {"a": account_id},
-            ).one())
+            ).one()
+        return int(r[0]), int(r[1]), bool(r[2]), bool(r[3]), int(r[4]), int(r[5])
 
 
 class TestReversalGuard:
@@ -581,7 +585,9 @@ class TestStatementLevelGuards:
                 )
 
 
-def raw_post(conn: Connection, items: list[dict[str, object]]) -> list[tuple[int, str, int]]:
+def raw_post(
+    conn: Connection, items: list[dict[str, object]]
+) -> list[tuple[int, str, int | None]]:
     """Call ledger_post_batch directly, as a raw caller (no Python validation) would."""
     rows = conn.execute(
         sa.text("SELECT item, status, transaction_id FROM ledger_post_batch(CAST(:p AS jsonb))"),
@@ -652,7 +658,7 @@ class TestWriterRole:
         with book.engine.begin() as conn:
             [(_, status, txn)] = raw_post(conn, [raw_item("w1", [
                 (book.custody.id, book.usdc.id, 40), (book.equity.id, book.usdc.id, -40)])])
-        assert status == "posted"
+        assert status == "posted" and txn is not None
         with book.engine.connect() as conn:
             row = conn.execute(sa.text(
                 "SELECT recorded_at > now() - interval '1 minute', "
@@ -695,7 +701,8 @@ class TestWriterRole:
          "assets from index 0", "keys from index 0", "two dimensions"],
     )
     def test_array_form_refuses_a_malformed_request(self, book: Book, change: str) -> None:
-        arrays: list[list[object]] = [
+        # Lists, or (for the malformed cases) array literals written as text.
+        arrays: list[object] = [
             ["k1"], ["1" * 64], ["raw"], [None], ["2026-11-01T00:00:00+00:00"], [None],
             ["raw-sql"], [None], [False], ["{}"], [2],
             [book.custody.id, book.equity.id], [book.usdc.id, book.usdc.id], ["5", "-5"],
@@ -713,9 +720,9 @@ class TestWriterRole:
             # Read by position from 1, the second line's asset (ETH custody, posted as USDC)
             # would have escaped the check, and a USDC posting landed on an ETH account.
             arrays[11] = [book.custody.id, book.custody_eth.id]
-            arrays[12] = f"[0:1]={{{book.usdc.id},{book.usdc.id}}}"  # type: ignore[assignment]
+            arrays[12] = f"[0:1]={{{book.usdc.id},{book.usdc.id}}}"
         elif change == "keys from index 0":
-            arrays[0] = "[0:0]={k1}"  # type: ignore[assignment]
+            arrays[0] = "[0:0]={k1}"
         else:
             arrays[13] = [["5"], ["-5"]]
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
@@ -735,7 +742,7 @@ class TestWriterRole:
         conn.begin()
         [(_, status, txn)] = raw_post(conn, [raw_item("mixed", [
             (book.custody.id, book.usdc.id, 40), (book.equity.id, book.usdc.id, -40)])])
-        assert status == "posted"
+        assert status == "posted" and txn is not None
         # Same database transaction, so the "written with it" rule lets it in; only the
         # balance check at commit can refuse it.
         add_posting(conn, txn, 3, book.custody.id, book.usdc.id, 7)
@@ -867,8 +874,8 @@ class TestPostOne:
         "change",
         ["array short", "null element", "null flag", "null key", "null time", "from index 0"])
     def test_refuses_a_malformed_request(self, book: Book, change: str) -> None:
-        arrays: list[list[object]] = [[book.custody.id, book.equity.id],
-                                      [book.usdc.id, book.usdc.id], ["5", "-5"]]
+        arrays: list[object] = [[book.custody.id, book.equity.id],
+                                [book.usdc.id, book.usdc.id], ["5", "-5"]]
         key: str | None = "k"
         eff: str | None = "2026-11-01T00:00:00+00:00"
         oop: bool | None = False
@@ -884,7 +891,7 @@ class TestPostOne:
             eff = None
         else:
             # Unbalanced when read by position from 1 (7 + NULL), as unnest writes it (7, -3).
-            arrays[2] = "[0:1]={7,-3}"  # type: ignore[assignment]
+            arrays[2] = "[0:1]={7,-3}"
         with pytest.raises(sa.exc.DBAPIError) as excinfo:
             with book.engine.begin() as conn:
                 conn.exec_driver_sql(
@@ -933,28 +940,46 @@ class TestPostOne:
         assert balance(book.engine, wallet.id) == (0, 2)
 
     def test_plain_entries_route_here_and_reversals_do_not(
-        self, book: Book, monkeypatch: pytest.MonkeyPatch
+        self, book: Book, owner: Engine
     ) -> None:
-        calls: list[str] = []
-        alone = repo._alone
-
-        def spy(engine: Engine, statement: str, params: tuple[object, ...]) -> list[object]:
-            calls.append(statement.split("(")[0].split()[-1])
-            return alone(engine, statement, params)
-
-        monkeypatch.setattr(repo, "_alone", spy)
-        txn = book.deposit("u1", 100, "d1")
+        # Seen from the database: with EXECUTE on one write function taken from the
+        # application role, exactly the entries routed to that function fail (42501), standalone
+        # (post_entry) and inside a unit of work (post), and the others still post.
+        original = book.deposit("u1", 100, "d1")
+        before = balance(book.engine, book.custody.id)[0]
         with UnitOfWork(book.engine) as uow:
-            statements: list[str] = []
-            sa.event.listen(uow.conn, "before_cursor_execute",
-                            lambda *a: statements.append(a[2]))
-            service.post(uow, transfer("t1", book.custody, book.equity, 5))
-            service.reverse(uow, txn, idempotency_key="r1", reason="test", source="tests")
-            uow.commit()
-        assert calls == ["ledger_post_one"]  # the deposit, a standalone post
-        called = [n for st in statements for n in ("ledger_post_one", "ledger_post_arrays")
-                  if n in st]
-        assert called == ["ledger_post_one", "ledger_post_arrays"]
+            record = repo.get_transaction(uow.conn, original)
+        assert record is not None
+        one_of_each_line = {p.id: 1 for p in record.postings}
+
+        def standalone(key: str) -> None:
+            book.deposit("u1", 1, key)
+
+        def in_unit_of_work(key: str) -> None:
+            with UnitOfWork(book.engine) as uow:
+                service.post(uow, transfer(key, book.custody, book.equity, 1))
+                uow.commit()
+
+        def reverse(key: str) -> None:
+            with UnitOfWork(book.engine) as uow:
+                service.reverse(uow, original, idempotency_key=key, reason="test",
+                                source="tests", amounts=one_of_each_line)
+                uow.commit()
+
+        with _without_execute(owner, POST_ARRAYS):
+            standalone("a1")
+            in_unit_of_work("a2")
+            with pytest.raises(sa.exc.DBAPIError) as excinfo:
+                reverse("a3")
+            assert sqlstate_of(excinfo) == "42501"
+        with _without_execute(owner, POST_ONE):
+            for refused in (standalone, in_unit_of_work):
+                with pytest.raises(sa.exc.DBAPIError) as excinfo:
+                    refused("b1")
+                assert sqlstate_of(excinfo) == "42501"
+            reverse("b2")
+        # What stood: two plain posts of 1 into custody, one reversal of 1 out of it.
+        assert balance(book.engine, book.custody.id)[0] == before + 1 + 1 - 1
 
     def test_replay_and_conflict(self, book: Book) -> None:
         lines = [(book.custody.id, book.usdc.id, 5), (book.equity.id, book.usdc.id, -5)]
@@ -1029,3 +1054,22 @@ class TestPostOne:
         assert len(errors) == 1 and isinstance(errors[0], sa.exc.DBAPIError)
         assert getattr(errors[0].orig, "sqlstate", None) == "40001"
         assert "moved between read and lock" in str(errors[0])
+
+
+POST_ONE = ("ledger_post_one(text, text, text, text, timestamptz, text, text, boolean, jsonb, "
+            "bigint[], int[], numeric[])")
+POST_ARRAYS = ("ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[], "
+               "bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], "
+               "bigint[])")
+
+
+@contextlib.contextmanager
+def _without_execute(owner: Engine, function: str) -> Iterator[None]:
+    """The application role may not call ``function`` (this test's database only) meanwhile."""
+    with owner.begin() as conn:
+        conn.execute(sa.text(f"REVOKE EXECUTE ON FUNCTION {function} FROM custody_app"))
+    try:
+        yield
+    finally:
+        with owner.begin() as conn:
+            conn.execute(sa.text(f"GRANT EXECUTE ON FUNCTION {function} TO custody_app"))
