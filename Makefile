@@ -33,7 +33,7 @@ test-fast: install
 	$(BIN)/pytest -q -m "not slow"
 
 lint: install
-	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals
+	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals tests
 
 bench: install
 	$(BIN)/python -m bench.ledger_bench

@@ -4,6 +4,7 @@ every response documented and matching its schema, on a real database."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 import schemathesis
@@ -11,6 +12,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Err
+from schemathesis.generation.case import Case
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -39,6 +42,8 @@ def test_generated_requests_get_documented_answers_and_no_5xx(engine: Engine) ->
         callers = itertools.cycle(["acme", "sam", "carol", "alice", None])
         sent = 0
         for result in schema.get_all_operations():
+            if isinstance(result, Err):
+                raise result.err()
             operation = result.ok()
             for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
@@ -46,7 +51,7 @@ def test_generated_requests_get_documented_answers_and_no_5xx(engine: Engine) ->
                 @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, database=None,
                           phases=[Phase.generate], derandomize=True,
                           suppress_health_check=list(HealthCheck))
-                def run(case: schemathesis.Case) -> None:
+                def run(case: Case[Any]) -> None:
                     nonlocal sent
                     sent += 1
                     case.call_and_validate(headers=api.headers(next(callers)), checks=CHECKS)

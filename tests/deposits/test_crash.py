@@ -187,6 +187,7 @@ def _check(rig: Rig, driver: Driver) -> None:
         final_on_chain = (receipt is not None
                           and head - int(receipt["blockNumber"], 16) + 1 >= CONFIRMATIONS)
         if final_on_chain:
+            assert receipt is not None
             assert row.state == "credited", (row.tx_hash, row.state)
             assert row.block_hash == receipt["blockHash"]
         else:

@@ -31,7 +31,7 @@ USDC = Listing("USDC", 6, 6, 1_000_000, frozenset({"USDC"}))
 class TestTransition:
     def test_happy_path_to_credited_posts_once(self) -> None:
         state = None
-        effects = []
+        effects: list[Effect] = []
         for event in (E.TRANSFER_INCLUDED, E.CONFIRMATIONS_OBSERVED, E.FINALITY_REACHED,
                       E.ATTESTED_FOR_USER):
             moved = transition(state, event, now=NOW)

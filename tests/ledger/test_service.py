@@ -25,6 +25,7 @@ from ledger.errors import (
     SecondApproverRequired,
 )
 from ledger.model import Entry, Line, amount_json
+from ledger.repository import PeriodRecord
 from tests.ledger.conftest import T0, Book, transfer
 
 
@@ -326,9 +327,10 @@ class TestBalances:
 
 
 class TestBitemporal:
-    def _db_now(self, book: Book):  # noqa: ANN202
+    def _db_now(self, book: Book) -> datetime:
         with book.engine.connect() as conn:
-            return conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
+            now: datetime = conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
+        return now
 
     def test_late_entry_changes_rebuilt_past_but_not_past_as_known(self, book: Book) -> None:
         yesterday = T0
@@ -351,7 +353,7 @@ class TestBitemporal:
 
 
 class TestPeriods:
-    def close(self, book: Book, ends_at):  # noqa: ANN001, ANN202
+    def close(self, book: Book, ends_at: datetime) -> PeriodRecord:
         with UnitOfWork(book.engine) as uow:
             period = service.close_period(uow, ends_at, closed_by="controller", reason="month end")
             uow.commit()

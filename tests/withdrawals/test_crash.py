@@ -101,7 +101,7 @@ def test_sigkill_at_random_moments_never_pays_twice(engine: Engine, database_url
         paid = Counter("0x" + log["topics"][2][-40:] for log in logs
                        if log["topics"][1] == hot_topic)
         assert max(paid.values()) == 1, "a payout was sent twice"
-        by_state = Counter()
+        by_state: Counter[str] = Counter()
         for withdrawal_id, destination in zip(ids, destinations, strict=True):
             w = service.get_withdrawal(engine, withdrawal_id)
             by_state[w.state] += 1
