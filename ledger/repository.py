@@ -219,14 +219,15 @@ _POST_ONE_SQL = (
 
 def post_one(conn: Connection, params: OneParams) -> tuple[str, int | None]:
     """Call ``ledger_post_one`` (``model.to_one_params``): the entry's (status, transaction id)."""
-    rows = driver_rows(conn, _POST_ONE_SQL, _one_params(params))
-    assert len(rows) == 1, "ledger_post_one returns one row"
-    return rows[0][0], rows[0][1]
+    return _one_row(driver_rows(conn, _POST_ONE_SQL, _one_params(params)))
 
 
 def post_one_alone(engine: Engine, params: OneParams) -> tuple[str, int | None]:
     """``post_one`` as one autocommit statement of its own (``_alone``)."""
-    rows = _alone(engine, _POST_ONE_SQL, _one_params(params))
+    return _one_row(_alone(engine, _POST_ONE_SQL, _one_params(params)))
+
+
+def _one_row(rows: Sequence[Any]) -> tuple[str, int | None]:
     assert len(rows) == 1, "ledger_post_one returns one row"
     return rows[0][0], rows[0][1]
 
