@@ -33,7 +33,7 @@ test-fast: install
 	$(BIN)/pytest -q -m "not slow"
 
 lint: install
-	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals tests
+	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals migrations tests
 
 bench: install
 	$(BIN)/python -m bench.ledger_bench

@@ -26,7 +26,7 @@ from migrations import SCHEMA_SNAPSHOT
 def pg_dump_binary() -> str:
     """The embedded server's own pg_dump (same major version), else the one on PATH."""
     try:
-        from pgserver._commands import POSTGRES_BIN_PATH  # type: ignore[import-untyped]
+        from pgserver._commands import POSTGRES_BIN_PATH
 
         bundled = Path(POSTGRES_BIN_PATH) / "pg_dump"
         if bundled.exists():
