@@ -278,7 +278,10 @@ BEGIN
      OR cardinality(l_amt) IS DISTINCT FROM v_lines
      OR cardinality(l_closes) IS DISTINCT FROM v_lines
      OR cardinality(l_revs) IS DISTINCT FROM v_lines
-     OR array_position(i_oop, NULL) IS NOT NULL OR array_position(i_lines, NULL) IS NOT NULL THEN
+     OR array_position(i_key, NULL) IS NOT NULL OR array_position(i_fp, NULL) IS NOT NULL
+     OR array_position(i_eff, NULL) IS NOT NULL OR array_position(i_oop, NULL) IS NOT NULL
+     OR array_position(i_lines, NULL) IS NOT NULL OR array_position(l_acc, NULL) IS NOT NULL
+     OR array_position(l_asset, NULL) IS NOT NULL OR array_position(l_amt, NULL) IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_arrays: item arrays (and line arrays) must have one non-null '
       'element per item (per line)' USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -658,7 +661,7 @@ BEGIN
   -- closed period read below stays true until we commit.
   PERFORM pg_advisory_xact_lock_shared(7301, 1);
 
-  IF v_lines = 0 OR cardinality(l_asset) IS DISTINCT FROM v_lines
+  IF cardinality(l_asset) IS DISTINCT FROM v_lines
      OR cardinality(l_amt) IS DISTINCT FROM v_lines
      -- One dimension, numbered from 1: the lines are read by position below.
      OR array_ndims(l_acc) <> 1 OR array_ndims(l_asset) <> 1 OR array_ndims(l_amt) <> 1
@@ -666,8 +669,13 @@ BEGIN
      OR array_lower(l_amt, 1) <> 1
      OR array_position(l_acc, NULL) IS NOT NULL OR array_position(l_asset, NULL) IS NOT NULL
      OR array_position(l_amt, NULL) IS NOT NULL THEN
-    RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line, '
-      'and at least one line' USING ERRCODE = 'invalid_parameter_value';
+    RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_lines = 0 THEN
+    -- What the triggers check for other writers (a transaction has postings), as
+    -- ledger_post_arrays refuses an item with no lines.
+    RAISE EXCEPTION 'ledger_post_one: the entry has no lines' USING ERRCODE = 'check_violation';
   END IF;
   -- What the judging below reads (a NULL would make it judge nothing, or retry forever).
   IF p_key IS NULL OR p_fp IS NULL OR p_eff IS NULL OR p_oop IS NULL THEN
@@ -730,15 +738,9 @@ BEGIN
   RETURNING t.id INTO v_id;
 
   IF v_id IS NULL THEN
-    -- Refused, or a replay: find out which, in the order ledger_post_arrays judges.
-    SELECT t.id, t.fingerprint INTO v_id, v_fp
-      FROM ledger_transactions t WHERE t.idempotency_key = p_key;
-    IF v_id IS NOT NULL THEN
-      status := CASE WHEN v_fp = p_fp THEN 'replayed' ELSE 'conflict' END;
-      transaction_id := v_id;
-      RETURN NEXT;
-      RETURN;
-    END IF;
+    -- Refused, or a replay: find out which, in the order ledger_post_arrays judges: the
+    -- accounts (a malformed request raises, whatever is stored under its key), then the key,
+    -- then the period, then the funds.
     SELECT max(p.ends_at) INTO v_closed FROM ledger_periods p;
     IF p_oop AND (v_closed IS NULL OR p_eff >= v_closed) THEN
       v_verdict := 'not_out_of_period';
@@ -765,6 +767,14 @@ BEGIN
         v_verdict := coalesce(v_verdict, 'insufficient_funds');
       END IF;
     END LOOP;
+    SELECT t.id, t.fingerprint INTO v_id, v_fp
+      FROM ledger_transactions t WHERE t.idempotency_key = p_key;
+    IF v_id IS NOT NULL THEN
+      status := CASE WHEN v_fp = p_fp THEN 'replayed' ELSE 'conflict' END;
+      transaction_id := v_id;
+      RETURN NEXT;
+      RETURN;
+    END IF;
     IF v_verdict IS NULL THEN
       -- Nothing refuses it now: a balance moved since the INSERT looked (a credit came in).
       -- Judge it again from the start.

@@ -865,7 +865,7 @@ class TestPostOne:
             # One account with lines in two assets.
             ([(0, 0, 40), (1, 0, -40), (0, 1, 5), (2, 1, -5)], "23503", "every asset"),
             ([(0, 0, 40), (-1, 0, -40)], "23503", "has no balance row"),
-            ([], "22023", "at least one line"),
+            ([], "23514", "has no lines"),
         ],
     )
     def test_refuses_what_the_skipped_triggers_refused(

@@ -12,7 +12,8 @@
 --   'mismatch'           a reversal or closing line does not mirror its original, or takes more
 --                        than is left of it.
 -- Refused items write nothing; the others are written. Malformed requests raise: 22023 (array
--- shapes, arrays not one-dimensional from 1), 23514 (an item with no lines, or not balanced per
+-- shapes, arrays not one-dimensional from 1, a NULL key, fingerprint, effective time, flag,
+-- account, asset or amount), 23514 (an item with no lines, or not balanced per
 -- asset), 23503 (unknown account, account not in the line's asset). 40001 when a concurrent
 -- writer took one of the keys or moved a balance so that a verdict would change: the caller
 -- retries the whole call, and the retry judges again.
@@ -130,7 +131,10 @@ BEGIN
      OR cardinality(l_amt) IS DISTINCT FROM v_lines
      OR cardinality(l_closes) IS DISTINCT FROM v_lines
      OR cardinality(l_revs) IS DISTINCT FROM v_lines
-     OR array_position(i_oop, NULL) IS NOT NULL OR array_position(i_lines, NULL) IS NOT NULL THEN
+     OR array_position(i_key, NULL) IS NOT NULL OR array_position(i_fp, NULL) IS NOT NULL
+     OR array_position(i_eff, NULL) IS NOT NULL OR array_position(i_oop, NULL) IS NOT NULL
+     OR array_position(i_lines, NULL) IS NOT NULL OR array_position(l_acc, NULL) IS NOT NULL
+     OR array_position(l_asset, NULL) IS NOT NULL OR array_position(l_amt, NULL) IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_arrays: item arrays (and line arrays) must have one non-null '
       'element per item (per line)' USING ERRCODE = 'invalid_parameter_value';
   END IF;
