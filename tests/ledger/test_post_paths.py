@@ -1,6 +1,6 @@
 """One table of cases judged by both single-entry write paths (issue #11, "Rules live once").
 
-``ledger_post_one`` (0010) and ``ledger_post_arrays`` (0006, fronted in 0010) both take an entry
+``ledger_post_one`` and ``ledger_post_arrays`` (migrations/sql/functions/) both take an entry
 without reversals or closings, and both run as the writer role the guard triggers skip: each
 enforces the ledger's rules itself. So that they can never judge differently, every case below
 names ONE expected verdict (a status the function returns, or the SQLSTATE it raises), and the
@@ -14,8 +14,9 @@ book does not depend on either function under test), optionally a closed period,
 a transaction already stored under the case's key. Everything here is raw SQL against the
 functions' signatures, independent of the Python ledger package.
 
-Where the two functions disagree, the case keeps the verdict DESIGN.md (section 4) calls for
-and fails for the function that judges otherwise; nothing is skipped.
+A case states the verdict DESIGN.md (section 4) calls for: a function that judged otherwise
+would fail it. (The table found three such differences when it was written; both functions
+were mended to agree.)
 """
 
 from __future__ import annotations
