@@ -21,7 +21,8 @@ from config.database import owner_engine, with_database
 from migrations import definitions
 from migrations.snapshot import dump
 
-FIXTURE = Path(__file__).parent / "fixtures" / "schema_0011_before_definitions.sql"
+# Not named *.sql: it is a record, not a definition (a search for a function finds its file).
+FIXTURE = Path(__file__).parent / "fixtures" / "schema_0011_before_definitions.sql.txt"
 _names = itertools.count()
 
 
