@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
 from api.problems import RequestInvalid
+from config.money import AmountTextInvalid, parse_decimal_amount
 from ledger.errors import AmountInvalid
 from ledger.model import amount_json, check_amount
 from ledger.repository import TransactionRecord
@@ -32,10 +33,10 @@ MinorUnits = Annotated[str, Field(pattern=MINOR_PATTERN, examples=["30000000"],
 
 
 def parse_minor(text: str, *, what: str = "amount") -> int:
-    """Digits (validated by the schema) as an int inside the signed 128-bit range, else 422."""
+    """Minor units (digits, which the schema checks first) as an int below 2^127, else 422."""
     try:
-        return check_amount(int(text), what=what)
-    except (ValueError, AmountInvalid) as exc:
+        return check_amount(parse_decimal_amount(text, 0), what=what)
+    except (AmountTextInvalid, AmountInvalid) as exc:
         raise RequestInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
 
 

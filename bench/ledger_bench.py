@@ -66,9 +66,11 @@ BASELINE_SQL = HERE / "baseline.sql"
 #: Every wallet starts with this much (minor units), far more than the runs can spend.
 FUNDING_MINOR = 10**15
 EFFECTIVE_AT = datetime(2026, 11, 29, tzinfo=UTC)
-#: Targets from the issue: ratio of tx/s against the baseline, per scenario and mode.
-TARGETS = {("hot", "post_batch"): 5.0, ("spread", "post_batch"): 3.0,
-           ("hot", "post"): 0.75, ("spread", "post"): 0.75}
+#: Targets from the issue: ratio of tx/s against the baseline, per scenario and mode. The
+#: issue's fourth, a single ``post`` at 0.75x on spread accounts, was withdrawn by the project
+#: owners: the bare baseline function carries none of the guarantees ``post`` must keep. The
+#: bench still measures that row; it is no longer judged.
+TARGETS = {("hot", "post_batch"): 5.0, ("spread", "post_batch"): 3.0, ("hot", "post"): 0.75}
 
 console = Console(highlight=False, width=150)
 

@@ -21,11 +21,11 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from config.errors import ConfigurationInvalid
+from config.money import AmountTextInvalid, parse_decimal_amount
 
 CONFIG_ENV = "CUSTODY_CONFIG"
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -124,18 +124,17 @@ class ChainsConfig:
 
 
 def parse_units(text: object, scale: int, *, what: str) -> int:
-    """A decimal string (or int) as minor units of ``scale``, exactly, or ConfigurationInvalid."""
-    if isinstance(text, bool) or not isinstance(text, str | int):
+    """A decimal string (or a TOML integer) as exact minor units of ``scale``, or
+    ConfigurationInvalid naming ``what``; the grammar is ``config.money.parse_decimal_amount``'s.
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str):
         raise ConfigurationInvalid(f"{what} must be a decimal string, got {text!r}")
     try:
-        value = Decimal(str(text).strip())
-    except InvalidOperation:
-        raise ConfigurationInvalid(f"{what}: not a decimal: {text!r}") from None
-    scaled = value.scaleb(scale)
-    if not value.is_finite() or value < 0 or scaled != scaled.to_integral_value():
-        raise ConfigurationInvalid(f"{what}: {text!r} is not a non-negative amount "
-                                   f"with at most {scale} decimals")
-    return int(scaled)
+        return parse_decimal_amount(text, scale)
+    except AmountTextInvalid as exc:
+        raise ConfigurationInvalid(f"{what}: {exc.message}") from None
 
 
 def _int(raw: Mapping[str, Any], key: str, where: str, *, default: int | None = None,

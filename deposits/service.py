@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from chains.model import FinalityRule, evaluate_finality
 from chains.model import advance_cursor as chain_advance
 from config.chains import AddressSourceConfig, ChainConfig, ChainsConfig
+from config.money import AmountTextInvalid, parse_decimal_amount
 from config.uow import UnitOfWork
 from deposits import model
 from deposits import repository as repo
@@ -498,9 +499,10 @@ def receive_notification(uow: UnitOfWork, provider: str, payload: Mapping[str, A
             "chain": str(payload["chain"]), "tx_hash": str(payload["tx_hash"]).lower(),
             "position": str(payload["position"]), "status": str(payload["status"]),
             "to_address": str(payload["address"]).lower(), "asset_code": str(payload["asset"]),
-            "amount_minor": int(str(payload["amount_minor"])), "payload": dict(payload),
+            "amount_minor": parse_decimal_amount(str(payload["amount_minor"]), 0),
+            "payload": dict(payload),
         }
-    except (KeyError, ValueError) as exc:
+    except (KeyError, AmountTextInvalid) as exc:
         raise NotificationInvalid(f"malformed notification: {exc}") from exc
     if repo.insert_inbox(uow.conn, record):
         return True

@@ -13,7 +13,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
 
@@ -105,7 +104,8 @@ def check_amount(value: object, *, what: str = "amount") -> int:
     """Return ``value`` if it is an ``int`` with |value| < 2^127, else raise AmountInvalid.
 
     Floats, Decimals and bools are refused even when integral: amounts are ``int`` inside the
-    engine, and conversion from text happens only at the edges (``parse_amount``).
+    engine, and conversion from text happens only at the edges
+    (``config.money.parse_decimal_amount``).
     """
     if isinstance(value, bool) or not isinstance(value, int):
         raise AmountInvalid(f"{what} must be an int in minor units, got {type(value).__name__}")
@@ -258,25 +258,6 @@ def format_amount(amount_minor: int, scale: int) -> str:
         return sign + digits
     digits = digits.rjust(scale + 1, "0")
     return f"{sign}{digits[:-scale]}.{digits[-scale:]}"
-
-
-def parse_amount(text: str, scale: int) -> int:
-    """Parse a decimal string into minor units, exactly, or raise AmountInvalid.
-
-    ``parse_amount("1.6", 2) == 160``; ``parse_amount("1.605", 2)`` is refused (never rounded).
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise AmountInvalid("amount must be a non-empty decimal string")
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation as exc:
-        raise AmountInvalid(f"not a decimal amount: {text!r}") from exc
-    if not value.is_finite():
-        raise AmountInvalid(f"not a finite amount: {text!r}")
-    scaled = value.scaleb(scale)
-    if scaled != scaled.to_integral_value():
-        raise AmountInvalid(f"{text} has more than {scale} decimals")
-    return check_amount(int(scaled))
 
 
 def amount_json(amount_minor: int, scale: int) -> dict[str, str]:

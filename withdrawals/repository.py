@@ -233,8 +233,24 @@ class HistoryRow:
     attempt_id: int | None = None
 
 
+#: The columns a transition may set: the state with its reason and time, the hot wallet and
+#: nonce a first signature takes, the attempt that landed, when the nonce closed and the ledger
+#: transaction that closed the withdrawal. Everything else (user, amounts, destination, reserve)
+#: is fixed when the withdrawal is reserved. The names become SQL text, so they are checked
+#: against this set before any statement is built.
+TRANSITION_COLUMNS = frozenset({
+    "state", "state_reason", "state_changed_at", "unknown_since", "hot_wallet", "nonce",
+    "landed_attempt_id", "nonce_closed_at", "closing_transaction_id",
+})
+
+
 @lru_cache(maxsize=64)
 def _transition_statement(columns: tuple[str, ...]) -> sa.TextClause:
+    refused = sorted(set(columns) - TRANSITION_COLUMNS)
+    if refused:
+        # A programmer error, raised (not asserted) so that python -O keeps the check.
+        raise ValueError(f"a transition cannot set {refused}; it sets only "
+                         f"{sorted(TRANSITION_COLUMNS)}")
     sets = [f"{k} = :{k}" for k in columns]
     return sa.text(
         f"WITH u AS (UPDATE withdrawals SET {', '.join(sets)} WHERE id = :id RETURNING *), "
@@ -251,7 +267,8 @@ def _transition_statement(columns: tuple[str, ...]) -> sa.TextClause:
 def record_transition(conn: Connection, withdrawal_id: int, values: dict[str, Any],
                       history: HistoryRow) -> WithdrawalRecord:
     """Set columns of a withdrawal (its row locked by the caller), append its history row and
-    return the updated withdrawal: one statement. (A reserve inserts the withdrawal in its
+    return the updated withdrawal: one statement. ``values`` names only ``TRANSITION_COLUMNS``
+    (ValueError otherwise, before anything is sent). (A reserve inserts the withdrawal in its
     reserved state instead: ``record_reserve``.)
     """
     row = conn.execute(

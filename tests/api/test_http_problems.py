@@ -27,6 +27,12 @@ def unchanged(api: Api, user: str) -> None:
     ({**GOOD, "amount": "-5"}, "request_invalid"),
     ({**GOOD, "amount": "9" * 39}, "request_invalid"),
     ({**GOOD, "amount": "9" * 400}, "request_invalid"),
+    ({**GOOD, "amount": str(2**127)}, "request_invalid"),
+    ({**GOOD, "amount": "\u0661\u0662\u0663"}, "request_invalid"),  # int() reads 123
+    ({**GOOD, "amount": "30_000_000"}, "request_invalid"),
+    ({**GOOD, "amount": " 30000000"}, "request_invalid"),
+    ({**GOOD, "amount": "30000000\n"}, "request_invalid"),
+    ({**GOOD, "amount": "+30000000"}, "request_invalid"),
     ({**GOOD, "amount": "0"}, "amount_out_of_bounds"),
     ({**GOOD, "chain": "nochain"}, "asset_not_withdrawable"),
     ({**GOOD, "asset": "DOGE"}, "asset_not_withdrawable"),

@@ -133,6 +133,16 @@ class TestProviderAttestor:
         with pytest.raises(NotificationInvalid):
             _receive(rig, _note("ev-5", "0x" + "1" * 64, addr, 2))
 
+    def test_amount_that_is_not_plain_minor_units_is_refused(self, rig: Rig) -> None:
+        """The one amount parser at scale 0: ``int()`` would take most of these."""
+        addr = rig.user("alice")
+        note = _note("ev-6", "0x" + "2" * 64, addr, 0)
+        for amount in ["", " 4000000", "4000000\n", "4_000_000", "+4000000", "-4000000", "-0",
+                       "4e6", "4000000.0", "\u0664\u0660\u0660"]:
+            with pytest.raises(NotificationInvalid, match="malformed notification"):
+                _receive(rig, {**note, "amount_minor": amount})
+        assert _receive(rig, {**note, "amount_minor": "4000000"})  # Nothing stored before.
+
 
 class TestNodeAttestor:
     def test_nothing_credited_while_the_attesting_node_has_no_record(self, rig: Rig) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chains.model import parse_finality_rule
-from config.chains import load_chains_config, parse_chains_config
+from config.chains import load_chains_config, parse_chains_config, parse_units
 from config.errors import ConfigurationInvalid
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "chains.example.toml"
@@ -86,3 +86,29 @@ class TestRefuse:
     def test_unknown_chain(self) -> None:
         with pytest.raises(ConfigurationInvalid):
             parse_chains_config(_base()).chain("nope")
+
+
+class TestUnits:
+    """Amounts in the configuration go through the one parser; its refusals become
+    ConfigurationInvalid naming the setting."""
+
+    def test_exact_beyond_28_digits(self) -> None:
+        # Decimal's default context gave 12345678901123456789012345680 here.
+        assert (parse_units("12345678901.123456789012345678", 18, what="x")
+                == 12345678901_123456789012345678)
+
+    def test_toml_integer_is_whole_units(self) -> None:
+        assert parse_units(5, 6, what="x") == 5_000_000
+
+    @pytest.mark.parametrize("value", [" 1", "1.5e0", "+1", "-1", "-0", "1_0", "\u0661", "",
+                                       "1.0000001", ".5", -1, True, 1.5, None])
+    def test_refused(self, value: object) -> None:
+        with pytest.raises(ConfigurationInvalid, match=r"^chains\.dev\.native_minimum"):
+            parse_units(value, 6, what="chains.dev.native_minimum")
+
+    def test_in_the_loader(self) -> None:
+        config = _base()
+        config["chains"]["dev"]["tokens"][0]["minimum"] = "1.5 "
+        with pytest.raises(ConfigurationInvalid, match=r"tokens\[0\]\.minimum: '1\.5 ' is not a "
+                           "decimal amount: it contains whitespace"):
+            parse_chains_config(config)

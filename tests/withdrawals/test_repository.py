@@ -92,6 +92,23 @@ TAMPERED: dict[str, Tamper] = {
 }
 
 
+class TestRecordTransition:
+    def test_a_column_outside_the_allow_list_is_refused_before_any_statement(
+            self, engine: Engine) -> None:
+        history = HistoryRow(from_state=State.RESERVED, to_state=State.CANCELED, event="canceled",
+                             reason=None, evidence={}, actor="t", occurred_at=T0)
+        sent: list[str] = []
+        sa.event.listen(engine, "before_cursor_execute",
+                        lambda _c, _cur, statement, *_a: sent.append(statement))
+        with engine.connect() as conn:
+            for column in ["amount_minor", "fee_minor", "destination", "user_id", "id",
+                           "state = 'settled', amount_minor", "State"]:
+                with pytest.raises(ValueError, match="a transition cannot set"):
+                    repo.record_transition(conn, 1, {"state": "canceled", column: 0}, history)
+        assert sent == []
+        assert "amount_minor" not in repo.TRANSITION_COLUMNS
+
+
 class TestRecordReserve:
     @pytest.mark.parametrize("tampered", sorted(TAMPERED))
     def test_refuses_a_reserve_that_is_not_the_withdrawals_and_writes_nothing(
