@@ -124,7 +124,7 @@ class ChainsConfig:
 
 
 def parse_units(text: object, scale: int, *, what: str) -> int:
-    """A decimal string (or a TOML integer) as exact minor units of ``scale``, or
+    """A decimal string (or a TOML integer) as exact minor units of ``scale`` below 2^127, or
     ConfigurationInvalid naming ``what``; the grammar is ``config.money.parse_decimal_amount``'s.
     """
     if isinstance(text, int) and not isinstance(text, bool):
@@ -132,9 +132,15 @@ def parse_units(text: object, scale: int, *, what: str) -> int:
     if not isinstance(text, str):
         raise ConfigurationInvalid(f"{what} must be a decimal string, got {text!r}")
     try:
-        return parse_decimal_amount(text, scale)
+        units = parse_decimal_amount(text, scale)
     except AmountTextInvalid as exc:
         raise ConfigurationInvalid(f"{what}: {exc.message}") from None
+    # Every configured amount (minimum, limit, fee, threshold) is compared with ledger amounts,
+    # which the ledger keeps below 2^127: refuse one that could never be one, when it loads.
+    if units >= 2**127:
+        raise ConfigurationInvalid(f"{what}: {text!r} is beyond the ledger's range (2^127 minor "
+                                   "units)")
+    return units
 
 
 def _int(raw: Mapping[str, Any], key: str, where: str, *, default: int | None = None,

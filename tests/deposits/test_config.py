@@ -97,6 +97,14 @@ class TestUnits:
         assert (parse_units("12345678901.123456789012345678", 18, what="x")
                 == 12345678901_123456789012345678)
 
+    def test_the_ledger_range_is_the_bound(self) -> None:
+        assert parse_units(str(2**127 - 1), 0, what="x") == 2**127 - 1
+        assert parse_units("1.70141183460469231731687303715884105727", 38, what="x") == 2**127 - 1
+        with pytest.raises(ConfigurationInvalid, match=r"^x: .* beyond the ledger's range"):
+            parse_units(str(2**127), 0, what="x")
+        with pytest.raises(ConfigurationInvalid, match="beyond the ledger's range"):
+            parse_units("1.70141183460469231731687303715884105728", 38, what="x")
+
     def test_toml_integer_is_whole_units(self) -> None:
         assert parse_units(5, 6, what="x") == 5_000_000
 
