@@ -35,7 +35,6 @@ from api.schemas import (
     parse_instant,
 )
 from config.uow import UnitOfWork
-from deposits import repository as deposits_repo
 from deposits import service as deposits
 from ledger import service as ledger
 
@@ -78,7 +77,7 @@ def assign_address(
     ctx = context(request)
     auth.check_user(uow.conn, principal, user_id)
     chain = ctx.chain(body.chain)
-    if deposits_repo.address_of_user(uow.conn, chain.family, user_id) is not None:
+    if deposits.address_of_user(uow, chain.family, user_id) is not None:
         response.status_code = 200
     address = deposits.assign_address(uow, chain.family, user_id,
                                       ctx.address_source(chain.family))
@@ -97,7 +96,7 @@ def list_addresses(
     """One entry per configured chain whose family has an address for the user."""
     ctx = context(request)
     auth.check_user(uow.conn, principal, user_id)
-    by_family = {f: deposits_repo.address_of_user(uow.conn, f, user_id)
+    by_family = {f: deposits.address_of_user(uow, f, user_id)
                  for f in sorted({c.family for c in ctx.chains.chains.values()})}
     return DepositAddresses(user_id=user_id, addresses=[
         DepositAddress(chain=c.name, family=c.family, address=address)

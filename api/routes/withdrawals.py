@@ -28,7 +28,7 @@ from api.schemas import (
 from config.uow import UnitOfWork
 from withdrawals import service
 from withdrawals.errors import WithdrawalNotFound
-from withdrawals.repository import WithdrawalRecord
+from withdrawals.service import WithdrawalRecord
 
 router = APIRouter(prefix="/v1", tags=["withdrawals"])
 WithdrawalId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Withdrawal id.")]
