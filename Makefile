@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ANVIL_STAMP := .tools/node_modules/.bin/anvil
 
-.PHONY: demo test test-fast lint bench install anvil clean
+.PHONY: demo test test-fast lint bench install anvil clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -35,7 +35,8 @@ test-fast: install
 
 # ruff, strict mypy, and the import contracts of pyproject.toml's [tool.importlinter].
 lint: install
-	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals devtools tests
+	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals migrations \
+		devtools tests
 	$(BIN)/lint-imports
 
 bench: install
@@ -43,3 +44,7 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .tools var .pytest_cache
+
+# Rewrite migrations/schema.sql from a freshly migrated database (commit it with the change).
+schema: install
+	$(BIN)/python -m migrations.snapshot

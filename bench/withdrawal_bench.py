@@ -165,7 +165,7 @@ def _kind(statement: str) -> str:
             r"\b(INSERT INTO|UPDATE)\s+(\w+)", text, re.IGNORECASE)]
         return "WITH " + " + ".join(parts)
     text = text[:160]
-    for function in ("ledger_post_arrays", "ledger_post_batch"):
+    for function in ("ledger_post_one", "ledger_post_arrays"):
         if function in text:
             return f"SELECT {function}(...)"
     if "pg_advisory_xact_lock" in text:

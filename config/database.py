@@ -114,6 +114,7 @@ _engines: dict[str, Engine] = {}
 def check_schema(url: str, app_role: str) -> None:
     """Refuse, with one clear line, a database that is not migrated to this code's schema."""
     import migrations
+    from migrations import definitions
 
     head = migrations.head_revision()
     probe = owner_engine(url)
@@ -124,6 +125,10 @@ def check_schema(url: str, app_role: str) -> None:
             version = None
             if conn.execute(sa.text("SELECT to_regclass('alembic_version')")).scalar():
                 version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+            applied: dict[str, str] = {}
+            if version == head:
+                applied = {r.path: r.sha256 for r in conn.execute(
+                    sa.text("SELECT path, sha256 FROM schema_definitions"))}
     except sa.exc.OperationalError as exc:
         raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
     finally:
@@ -131,6 +136,11 @@ def check_schema(url: str, app_role: str) -> None:
     if role is None or version != head:
         state = "not migrated" if version is None else f"at {version}, this code needs {head}"
         raise DatabaseUnavailable(f"the database is {state}: run `custody db upgrade` first")
+    outdated = definitions.pending(applied, definitions.definitions())
+    if outdated:
+        raise DatabaseUnavailable(
+            f"the database's SQL definitions are older than this code ({outdated[0].path} and "
+            f"{len(outdated) - 1} more): run `custody db upgrade` first")
 
 
 def get_engine(settings: Settings | None = None) -> Engine:

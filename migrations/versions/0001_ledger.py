@@ -1,4 +1,4 @@
-"""Ledger core: tables, guards, the post function and the application role's grants.
+"""Ledger core: tables, constraints and the application role's grants.
 
 Revision ID: 0001_ledger
 Revises:
@@ -18,9 +18,8 @@ depends_on = None
 def upgrade() -> None:
     """Create the ledger schema."""
     bind = op.get_bind()
-    run_sql_file(bind, "0001_ledger.sql")
-    run_sql_file(bind, "0001_ledger_post.sql")
-    run_sql_file(bind, "0001_ledger_grants.sql")
+    run_sql_file(bind, "revisions/0001_ledger.sql")
+    run_sql_file(bind, "revisions/0001_ledger_grants.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
-"""Deposits: addresses, history, current state, watcher cursors, cases and provider inbox.
+"""Deposits: addresses, deposits, their history, cursors, cases and the provider inbox.
 
 Revision ID: 0002_deposits
 Revises: 0001_ledger
@@ -18,8 +18,8 @@ depends_on = None
 def upgrade() -> None:
     """Create the deposit schema and grant the application role its rights."""
     bind = op.get_bind()
-    run_sql_file(bind, "0002_deposits.sql")
-    run_sql_file(bind, "0002_deposits_grants.sql")
+    run_sql_file(bind, "revisions/0002_deposits.sql")
+    run_sql_file(bind, "revisions/0002_deposits_grants.sql")
 
 
 def downgrade() -> None:

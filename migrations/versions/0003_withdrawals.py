@@ -1,4 +1,4 @@
-"""Withdrawals: current state, append-only history, attempts, decisions, returns, nonces.
+"""Withdrawals: requests, history, attempts, decisions, returns and nonces.
 
 Revision ID: 0003_withdrawals
 Revises: 0002_deposits
@@ -18,8 +18,8 @@ depends_on = None
 def upgrade() -> None:
     """Create the withdrawal schema and grant the application role its rights."""
     bind = op.get_bind()
-    run_sql_file(bind, "0003_withdrawals.sql")
-    run_sql_file(bind, "0003_withdrawals_grants.sql")
+    run_sql_file(bind, "revisions/0003_withdrawals.sql")
+    run_sql_file(bind, "revisions/0003_withdrawals_grants.sql")
 
 
 def downgrade() -> None:

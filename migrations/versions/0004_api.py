@@ -1,4 +1,4 @@
-"""HTTP API: clients, users, hashed API keys, idempotency records, audit trail, rate limits.
+"""HTTP API: clients, users, keys, idempotency records, audit trail, rate-limit counters.
 
 Revision ID: 0004_api
 Revises: 0003_withdrawals
@@ -18,8 +18,8 @@ depends_on = None
 def upgrade() -> None:
     """Create the API tables and grant the application role its rights."""
     bind = op.get_bind()
-    run_sql_file(bind, "0004_api.sql")
-    run_sql_file(bind, "0004_api_grants.sql")
+    run_sql_file(bind, "revisions/0004_api.sql")
+    run_sql_file(bind, "revisions/0004_api_grants.sql")
 
 
 def downgrade() -> None:

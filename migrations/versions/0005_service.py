@@ -1,4 +1,4 @@
-"""Service: the webhook outbox (written by triggers on the histories), endpoints, deliveries
+"""Service: webhook endpoints, the outbox, deliveries, attempts and the job run log.
 and the delivery log.
 
 Revision ID: 0005_service
@@ -17,10 +17,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Create the outbox tables and triggers and grant the application role its rights."""
+    """Create the outbox tables and grant the application role its rights."""
     bind = op.get_bind()
-    run_sql_file(bind, "0005_service.sql")
-    run_sql_file(bind, "0005_service_grants.sql")
+    run_sql_file(bind, "revisions/0005_service.sql")
+    run_sql_file(bind, "revisions/0005_service_grants.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
-"""Ledger: the fast single write path (set in the 0006 SQL file)
+"""Ledger: the writer role of the write functions; the postings' foreign keys become checks.
 
 Revision ID: 0006_ledger_fast_path
 Revises: 0005_service
@@ -16,8 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Run the revision's SQL file (functions, triggers and grants)."""
-    run_sql_file(op.get_bind(), "0006_ledger_fast_path.sql")
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0006_ledger_fast_path.sql")
 
 
 def downgrade() -> None:

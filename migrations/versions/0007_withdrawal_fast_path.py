@@ -1,4 +1,4 @@
-"""Withdrawals: a cheaper reserve path (set in the 0007 SQL file)
+"""Withdrawals: the writer role of the reserve; four foreign keys become checks.
 
 Revision ID: 0007_withdrawal_fast_path
 Revises: 0006_ledger_fast_path
@@ -16,8 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Run the revision's SQL file (functions, triggers and grants)."""
-    run_sql_file(op.get_bind(), "0007_withdrawal_fast_path.sql")
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0007_withdrawal_fast_path.sql")
 
 
 def downgrade() -> None:

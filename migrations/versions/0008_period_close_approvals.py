@@ -1,4 +1,4 @@
-"""Ledger: closing a period takes two people (a proposal and another person's approval)
+"""Ledger: period close proposals and their approvals (two people).
 
 Revision ID: 0008_period_close_approvals
 Revises: 0007_withdrawal_fast_path
@@ -16,8 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Run the revision's SQL file (functions, triggers and grants)."""
-    run_sql_file(op.get_bind(), "0008_period_close_approvals.sql")
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0008_period_close_approvals.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
-"""API: rate-limit counters per database session (no queue on one row per key)
+"""Rate limits: one counter row per key, window and database session.
 
 Revision ID: 0009_rate_limit_slots
 Revises: 0008_period_close_approvals
@@ -16,8 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Run the revision's SQL file (functions, triggers and grants)."""
-    run_sql_file(op.get_bind(), "0009_rate_limit_slots.sql")
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0009_rate_limit_slots.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
-"""Ledger: ledger_post_one, the write path of a single entry without reversals
+"""Ledger: the reference index leaves out NULL references.
 
 Revision ID: 0010_ledger_post_one
 Revises: 0009_rate_limit_slots
@@ -16,8 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Run the revision's SQL file (functions, triggers and grants)."""
-    run_sql_file(op.get_bind(), "0010_ledger_post_one.sql")
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0010_ledger_post_one.sql")
 
 
 def downgrade() -> None:

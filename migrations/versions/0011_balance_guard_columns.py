@@ -1,13 +1,9 @@
-"""Ledger: the balance rows' immutability guard fires only for UPDATEs naming its columns
+"""Ledger: nothing left (the balance guard's trigger is in sql/triggers/account_balances.sql).
 
 Revision ID: 0011_balance_guard_columns
 Revises: 0010_ledger_post_one
 Create Date: 2026-11-30
 """
-
-from alembic import op
-
-from migrations import run_sql_file
 
 revision = "0011_balance_guard_columns"
 down_revision = "0010_ledger_post_one"
@@ -16,8 +12,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Run the revision's SQL file (one trigger, recreated)."""
-    run_sql_file(op.get_bind(), "0011_balance_guard_columns.sql")
+    """Nothing: this revision only recreated a trigger, which is now a definition file."""
 
 
 def downgrade() -> None:

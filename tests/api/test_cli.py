@@ -107,3 +107,18 @@ def test_unmigrated_database_gets_one_line(server_url: str) -> None:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_outdated_definitions_get_one_line(database_url: str, owner: sa.Engine) -> None:
+    # As after deploying code whose SQL function changed, before `custody db upgrade`.
+    with owner.begin() as conn:
+        conn.execute(sa.text("UPDATE schema_definitions SET sha256 = repeat('0', 64) "
+                             "WHERE path = 'functions/ledger_post_one.sql'"))
+    result = custody(database_url, "verify")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error [database_unavailable]: the database's SQL definitions are older than this code "
+        "(functions/ledger_post_one.sql and 0 more): run `custody db upgrade` first"
+    ]
+    assert custody(database_url, "db", "upgrade").returncode == 0
+    assert custody(database_url, "verify").returncode == 0

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -272,7 +273,7 @@ class TestBalanceProjection:
                     {"a": wallet.id},
                 )
 
-    # The guard fires only for an UPDATE that names one of these columns (0011): each of them
+    # The guard fires only for an UPDATE that names one of these columns: each of them
     # alone, and one next to a balance change, as the application role and as the owner.
     @pytest.mark.parametrize("as_owner", [False, True], ids=["app", "owner"])
     @pytest.mark.parametrize(
@@ -317,7 +318,7 @@ class TestBalanceProjection:
     def test_balance_rows_have_only_the_known_triggers(self, owner: Engine) -> None:
         # A BEFORE UPDATE trigger that assigned account_id, asset_id or a flag in NEW would get
         # past account_balances_immutable, which fires only for UPDATEs naming those columns
-        # (0011): a new trigger on this table must be checked against that first.
+        # (triggers/account_balances.sql): a new trigger here must be checked against that.
         with owner.connect() as conn:
             triggers = conn.execute(sa.text(
                 "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger "
@@ -586,18 +587,26 @@ class TestStatementLevelGuards:
 
 
 def raw_post(
-    conn: Connection, items: list[dict[str, object]]
+    conn: Connection, items: list[dict[str, Any]]
 ) -> list[tuple[int, str, int | None]]:
-    """Call ledger_post_batch directly, as a raw caller (no Python validation) would."""
-    rows = conn.execute(
-        sa.text("SELECT item, status, transaction_id FROM ledger_post_batch(CAST(:p AS jsonb))"),
-        {"p": json.dumps(items)},
+    """Call ledger_post_arrays directly, as a raw caller (no Python validation) would: each item
+    is a dict of raw_item's shape, flattened into the function's item and line arrays."""
+    lines = [line for item in items for line in item["lines"]]
+    rows = conn.exec_driver_sql(
+        "SELECT item, status, transaction_id FROM ledger_post_arrays(%s::text[], %s::text[], "
+        "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::bigint[], "
+        "%s::boolean[], %s::jsonb[], %s::int[], %s::bigint[], %s::int[], %s::numeric[], "
+        "%s::bigint[], %s::bigint[])",
+        tuple([[i[k] for i in items] for k in ("key", "fp", "kind", "ref", "eff", "reason",
+                                                "source", "rev", "oop")]
+              + [[json.dumps(i["meta"]) for i in items], [len(i["lines"]) for i in items]]
+              + [[line[k] for line in lines] for k in ("a", "s", "m", "c", "r")]),
     ).all()
     return [(r.item, r.status, r.transaction_id) for r in rows]
 
 
-def raw_item(key: str, lines: list[tuple[int, int, int]]) -> dict[str, object]:
-    """One item of ledger_post_batch's input: lines are (account id, asset id, amount)."""
+def raw_item(key: str, lines: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """One item for raw_post: lines are (account id, asset id, amount)."""
     return {
         "key": key, "fp": "1" * 64, "kind": "raw", "ref": None,
         "eff": "2026-11-01T00:00:00+00:00", "reason": None, "source": "raw-sql", "rev": None,
@@ -617,8 +626,8 @@ def symbolic_lines(
 
 
 class TestWriterRole:
-    """ledger_post_batch runs as custody_ledger_writer, which the guard triggers skip (0006): it
-    must enforce their rules itself, and nobody else may act as that role."""
+    """ledger_post_arrays runs as custody_ledger_writer, which the guard triggers skip: it must
+    enforce their rules itself, and nobody else may act as that role."""
 
     @pytest.mark.parametrize("function", ["ledger_post_arrays", "ledger_post_one"])
     def test_function_runs_as_the_writer_with_a_pinned_search_path(
@@ -778,7 +787,7 @@ class TestWriterRole:
         item = raw_item("ghost", [(book.custody.id, book.usdc.id, -5),
                                   (book.equity.id, book.usdc.id, 5)])
         item["rev"] = txn
-        item["lines"][0][column] = 987_654_321  # type: ignore[index]
+        item["lines"][0][column] = 987_654_321
         with book.engine.begin() as conn:
             assert raw_post(conn, [item]) == [(1, "mismatch", None)]
         assert count(book.engine, "ledger_postings") == 2
@@ -807,7 +816,7 @@ def balance(engine: Engine, account_id: int) -> tuple[int, int]:
 
 
 class TestPostOne:
-    """ledger_post_one (0010), the single-entry write path, runs as the writer role too: it must
+    """ledger_post_one, the single-entry write path, runs as the writer role too: it must
     enforce what the skipped triggers enforce, and judge as ledger_post_arrays judges."""
 
     def test_posts_lines_postings_and_balances(self, book: Book) -> None:
@@ -856,7 +865,7 @@ class TestPostOne:
             # One account with lines in two assets.
             ([(0, 0, 40), (1, 0, -40), (0, 1, 5), (2, 1, -5)], "23503", "every asset"),
             ([(0, 0, 40), (-1, 0, -40)], "23503", "has no balance row"),
-            ([], "22023", "at least one line"),
+            ([], "23514", "has no lines"),
         ],
     )
     def test_refuses_what_the_skipped_triggers_refused(

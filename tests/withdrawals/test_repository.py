@@ -1,4 +1,5 @@
-"""The reserve's server-side functions (migrations/sql/0007) against real PostgreSQL: what they
+"""The reserve's server-side functions (withdrawal_reserve_open, withdrawal_reserve_record) against
+real PostgreSQL: what they
 refuse, that a refusal writes nothing, the lock they hold, the outbox's decimal rendering, the
 reserve's own outbox row and the checks that replaced the foreign keys for other writers."""
 
@@ -19,7 +20,7 @@ from config.uow import UnitOfWork, sqlstate
 from config.withdrawals import WithdrawalsConfig
 from ledger import chart
 from ledger import service as ledger
-from ledger.model import Account, Entry, credit, debit
+from ledger.model import Account, Entry, credit, debit, format_amount
 from withdrawals import errors, service
 from withdrawals import repository as repo
 from withdrawals.model import State
@@ -207,8 +208,14 @@ class TestSameKeyAcrossAssets:
         assert balance(wbook, "user:u1:withdrawals", "ETH") == eth * (10**16 + 5 * 10**14)
 
 
+def trimmed(decimal: str) -> str:
+    """A decimal string without the trailing zeros of its fraction (and no lone point)."""
+    return decimal.rstrip("0").rstrip(".") if "." in decimal else decimal
+
+
 class TestDecimal:
-    def test_withdrawal_decimal_renders_as_outbox_decimal(self, engine: Engine) -> None:
+    def test_outbox_decimal_renders_the_exact_decimal(self, engine: Engine) -> None:
+        # The payloads' rendering is format_amount's (the API's) without trailing zeros.
         rng = random.Random(7)
         pairs: list[tuple[int, int]] = []
         for scale in range(0, 39):
@@ -218,17 +225,17 @@ class TestDecimal:
                 pairs.append((minor, scale))
         with engine.connect() as conn:
             rows = conn.execute(sa.text(
-                "SELECT m, s, withdrawal_decimal(m, s) AS fast, outbox_decimal(m, s) AS slow "
+                "SELECT m, s, outbox_decimal(m, s) AS text "
                 "FROM unnest(CAST(:m AS numeric[]), CAST(:s AS int[])) AS u(m, s)"),
                 {"m": [str(m) for m, _ in pairs], "s": [s for _, s in pairs]}).all()
             nulls = conn.execute(sa.text(
-                "SELECT withdrawal_decimal(NULL, 6), withdrawal_decimal(5, NULL)")).one()
+                "SELECT outbox_decimal(NULL, 6), outbox_decimal(5, NULL)")).one()
         assert len(rows) == len(pairs)
-        assert [r for r in rows if r.fast != r.slow] == []
+        assert [r for r in rows if r.text != trimmed(format_amount(int(r.m), r.s))] == []
         assert tuple(nulls) == (None, None)
-        fast = {(int(r.m), r.s): r.fast for r in rows}
-        assert fast[(30_000_000, 6)] == "30" and fast[(1, 18)] == "0.000000000000000001"
-        assert fast[(-5, 1)] == "-0.5" and fast[(0, 6)] == "0"
+        got = {(int(r.m), r.s): r.text for r in rows}
+        assert got[(30_000_000, 6)] == "30" and got[(1, 18)] == "0.000000000000000001"
+        assert got[(-5, 1)] == "-0.5" and got[(0, 6)] == "0"
 
 
 def reserve(engine: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses, user: str = "u1",

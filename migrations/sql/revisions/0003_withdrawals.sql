@@ -144,24 +144,3 @@ CREATE TABLE hot_wallet_nonces (
 );
 COMMENT ON TABLE hot_wallet_nonces IS
   'Next nonce of each hot wallet; allocated under a row lock, never handed out twice.';
-
-DO $$
-DECLARE t text;
-BEGIN
-  FOREACH t IN ARRAY ARRAY['withdrawal_events', 'withdrawal_attempts', 'withdrawal_decisions',
-                           'withdrawal_returns']
-  LOOP
-    EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %I
-                    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()', t || '_append_only', t);
-    EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I
-                    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()',
-                   t || '_no_truncate', t);
-  END LOOP;
-END
-$$;
-
--- Withdrawals are never deleted; only their current state changes.
-CREATE TRIGGER withdrawals_no_delete BEFORE DELETE ON withdrawals
-  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER withdrawals_no_truncate BEFORE TRUNCATE ON withdrawals
-  FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();

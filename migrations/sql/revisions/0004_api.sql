@@ -62,20 +62,6 @@ COMMENT ON COLUMN api_idempotency.fingerprint IS 'SHA-256 of the operation, targ
 COMMENT ON COLUMN api_idempotency.updated_at IS 'Last claim: a stale in_progress row may be taken over.';
 CREATE INDEX api_idempotency_created_idx ON api_idempotency (created_at);
 
--- Completed records are kept at least 24 hours; an in_progress record may be dropped at any time
--- (the request failed and its key is released so that the client can retry).
-CREATE FUNCTION api_idempotency_guard() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF OLD.state = 'completed' AND OLD.created_at > now() - interval '24 hours' THEN
-    RAISE EXCEPTION 'idempotency record % is younger than 24 hours', OLD.key
-      USING ERRCODE = 'check_violation';
-  END IF;
-  RETURN OLD;
-END
-$$;
-CREATE TRIGGER api_idempotency_keep_24h BEFORE DELETE ON api_idempotency
-  FOR EACH ROW EXECUTE FUNCTION api_idempotency_guard();
-
 CREATE TABLE api_audit (
   id          bigserial PRIMARY KEY,
   at          timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -92,15 +78,6 @@ CREATE TABLE api_audit (
 COMMENT ON TABLE api_audit IS
   'Append-only audit trail: one row per admin or approver action (who, what, when, which '
   'request, the HTTP status it got).';
-
-DO $$
-BEGIN
-  EXECUTE 'CREATE TRIGGER api_audit_append_only BEFORE UPDATE OR DELETE ON api_audit
-           FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()';
-  EXECUTE 'CREATE TRIGGER api_audit_no_truncate BEFORE TRUNCATE ON api_audit
-           FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()';
-END
-$$;
 
 -- Counters are cheap to lose (a crash at worst forgives a window): UNLOGGED.
 CREATE UNLOGGED TABLE api_rate_windows (

@@ -1,52 +1,39 @@
--- 0010: a single entry without reversals or closings posts through ledger_post_one, a write
--- path of its own: the write gate, one INSERT for the transaction row (the period, key and
--- funds checks in its WHERE), one for the postings, and one guarded UPDATE per balance row in
--- account-id order (five statements for a transfer; a grouping SELECT first when the entry has
--- more than two lines or repeats an account) instead of ledger_post_arrays' eight with their
--- loops over arrays.
+-- ledger_post_one: the write path of a single entry that neither reverses nor closes anything
+-- (ledger.repository routes those here; everything else goes through ledger_post_arrays). It
+-- returns one row (status, transaction_id) with the statuses of ledger_post_arrays: 'posted',
+-- 'replayed', 'conflict', 'period_closed', 'not_out_of_period', 'insufficient_funds',
+-- 'balance_out_of_range' (nothing written; no transaction id). Malformed requests raise as
+-- ledger_post_arrays does: 22023 (array shapes, NULL key, fingerprint, time or flag), 23514 (no
+-- lines, or not balanced per asset), 23503 (unknown account, account not in the line's asset). 40001 when a
+-- concurrent request moved a balance between the read and the UPDATE, or between the INSERT and
+-- the reading of why it was refused: the caller retries, and the retry judges again. (A
+-- concurrent request holding the same key is waited for by the INSERT's ON CONFLICT: then
+-- replayed or conflict if it commits, posted if it rolls back.)
 --
--- Same role, same rules: it runs as custody_ledger_writer (see 0006; the guard triggers skip
--- it) and enforces what they enforce for everyone else: balance per asset, at least one line,
--- each line's account existing in the line's asset, the period rules, the funds flags and the
--- 128-bit range under the row locks, the idempotency key with its fingerprint. It takes no
--- reversal or closing reference (those entries keep going through ledger_post_arrays, which
--- takes the per-original locks), so it cannot be used to bypass the reversal limits.
+-- How: the write gate, one INSERT for the transaction row (the period, key and funds checks in
+-- its WHERE, the funds judged on an unlocked read), one for the postings, and one guarded UPDATE
+-- per balance row in account-id order, whose WHERE judges the funds again on the row as locked:
+-- the lock is held for the UPDATE and the commit only, with no second read. Five statements for
+-- a transfer; a grouping SELECT first when the entry has more than two lines or repeats an
+-- account.
 --
--- Why: a single post cost the server and the machine about twice a plain transfer function
--- (bench/RESULTS.md). Judging the funds from an unlocked read and writing first, then taking
--- each balance row's lock with the UPDATE itself (whose WHERE re-checks the flags on the row
--- as locked), keeps the lock for the UPDATE and the commit only, with no second read.
---
--- Also: the transactions' reference index no longer holds the NULL references (most entries
--- have none, and nothing looks them up), so most inserts skip one index; and
--- ledger_post_arrays takes only arrays numbered from 1 (see the end of this file).
+-- Same role, same rules as ledger_post_arrays: it runs as custody_ledger_writer, which the guard
+-- triggers skip, and enforces what they enforce: balance per asset, at least one line, each
+-- line's account existing in the line's asset, the period rules, the funds flags and the 128-bit
+-- range under the row locks, the idempotency key with its fingerprint. It takes no reversal or
+-- closing reference, so it cannot be used to get around the reversal limits.
+-- tests/ledger/test_post_paths.py holds the cases that both functions must judge alike.
 
-DROP INDEX ledger_transactions_reference_idx;
-CREATE INDEX ledger_transactions_reference_idx ON ledger_transactions (reference)
-  WHERE reference IS NOT NULL;
-
--- Post one entry: returns one row (status, transaction_id) with the statuses of
--- ledger_post_arrays: 'posted', 'replayed' (the stored transaction under the key, same
--- fingerprint), 'conflict' (same key, another fingerprint; the stored transaction's id),
--- 'period_closed', 'not_out_of_period', 'insufficient_funds', 'balance_out_of_range' (nothing
--- written; no transaction id). Malformed requests raise as ledger_post_arrays does: 22023
--- (array shapes), 23514 (not balanced per asset), 23503 (unknown account, account not in the
--- line's asset). 40001 when a concurrent request moved a balance between the read and the
--- UPDATE, or between the INSERT and the reading of why it was refused: the caller retries, and
--- the retry judges again. (A concurrent request holding the same key is waited for by the
--- INSERT's ON CONFLICT: then replayed or conflict if it commits, posted if it rolls back.)
--- Where this differs from ledger_post_arrays: a stored key is judged before the accounts, so a
--- conflicting request naming an unknown account is 'conflict' rather than 23503.
-CREATE FUNCTION ledger_post_one(
+CREATE OR REPLACE FUNCTION ledger_post_one(
   p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamptz, p_reason text,
   p_source text, p_oop boolean, p_meta jsonb,
   l_acc bigint[], l_asset int[], l_amt numeric[])
 RETURNS TABLE (status text, transaction_id bigint)
 LANGUAGE plpgsql
--- Runs as custody_ledger_writer, the role the ledger's triggers skip: see the header of 0006.
+-- Runs as custody_ledger_writer, the role the ledger's triggers skip (functions/ledger_post_arrays.sql).
 SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
--- Every statement takes scalars and small arrays: the generic plan is the right one (0006).
+-- Every statement takes scalars and small arrays: the generic plan is the right one.
 SET plan_cache_mode = force_generic_plan
 AS $fn$
 #variable_conflict use_column
@@ -73,7 +60,7 @@ BEGIN
   -- closed period read below stays true until we commit.
   PERFORM pg_advisory_xact_lock_shared(7301, 1);
 
-  IF v_lines = 0 OR cardinality(l_asset) IS DISTINCT FROM v_lines
+  IF cardinality(l_asset) IS DISTINCT FROM v_lines
      OR cardinality(l_amt) IS DISTINCT FROM v_lines
      -- One dimension, numbered from 1: the lines are read by position below.
      OR array_ndims(l_acc) <> 1 OR array_ndims(l_asset) <> 1 OR array_ndims(l_amt) <> 1
@@ -81,8 +68,13 @@ BEGIN
      OR array_lower(l_amt, 1) <> 1
      OR array_position(l_acc, NULL) IS NOT NULL OR array_position(l_asset, NULL) IS NOT NULL
      OR array_position(l_amt, NULL) IS NOT NULL THEN
-    RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line, '
-      'and at least one line' USING ERRCODE = 'invalid_parameter_value';
+    RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_lines = 0 THEN
+    -- What the triggers check for other writers (a transaction has postings), as
+    -- ledger_post_arrays refuses an item with no lines.
+    RAISE EXCEPTION 'ledger_post_one: the entry has no lines' USING ERRCODE = 'check_violation';
   END IF;
   -- What the judging below reads (a NULL would make it judge nothing, or retry forever).
   IF p_key IS NULL OR p_fp IS NULL OR p_eff IS NULL OR p_oop IS NULL THEN
@@ -145,15 +137,9 @@ BEGIN
   RETURNING t.id INTO v_id;
 
   IF v_id IS NULL THEN
-    -- Refused, or a replay: find out which, in the order ledger_post_arrays judges.
-    SELECT t.id, t.fingerprint INTO v_id, v_fp
-      FROM ledger_transactions t WHERE t.idempotency_key = p_key;
-    IF v_id IS NOT NULL THEN
-      status := CASE WHEN v_fp = p_fp THEN 'replayed' ELSE 'conflict' END;
-      transaction_id := v_id;
-      RETURN NEXT;
-      RETURN;
-    END IF;
+    -- Refused, or a replay: find out which, in the order ledger_post_arrays judges: the
+    -- accounts (a malformed request raises, whatever is stored under its key), then the key,
+    -- then the period, then the funds.
     SELECT max(p.ends_at) INTO v_closed FROM ledger_periods p;
     IF p_oop AND (v_closed IS NULL OR p_eff >= v_closed) THEN
       v_verdict := 'not_out_of_period';
@@ -180,6 +166,14 @@ BEGIN
         v_verdict := coalesce(v_verdict, 'insufficient_funds');
       END IF;
     END LOOP;
+    SELECT t.id, t.fingerprint INTO v_id, v_fp
+      FROM ledger_transactions t WHERE t.idempotency_key = p_key;
+    IF v_id IS NOT NULL THEN
+      status := CASE WHEN v_fp = p_fp THEN 'replayed' ELSE 'conflict' END;
+      transaction_id := v_id;
+      RETURN NEXT;
+      RETURN;
+    END IF;
     IF v_verdict IS NULL THEN
       -- Nothing refuses it now: a balance moved since the INSERT looked (a credit came in).
       -- Judge it again from the start.
@@ -220,63 +214,7 @@ $fn$;
 
 ALTER FUNCTION ledger_post_one(text, text, text, text, timestamptz, text, text, boolean, jsonb,
   bigint[], int[], numeric[]) OWNER TO custody_ledger_writer;
-REVOKE ALL ON FUNCTION ledger_post_one(text, text, text, text, timestamptz, text, text, boolean,
-  jsonb, bigint[], int[], numeric[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger_post_one(text, text, text, text, timestamptz, text, text,
-  boolean, jsonb, bigint[], int[], numeric[]) TO custody_app;
-
--- ---------------------------------------------------------------------------------------------
--- ledger_post_arrays reads its arrays by position (from 1) in some places and unnests them in
--- others: an array numbered from another index (a raw caller's '[0:1]={...}') made the two
--- disagree, so that a line's account could escape the asset check and a posting of one asset
--- land on an account of another. Its arrays must now be one-dimensional and numbered from 1,
--- checked by a front that keeps the name and the grants; the body is renamed and callable only
--- by its owner (the writer role, through the front).
-CREATE FUNCTION ledger_array_ok(a anyarray) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
-AS $$ SELECT a IS NULL OR cardinality(a) = 0 OR (array_ndims(a) = 1 AND array_lower(a, 1) = 1) $$;
-
-ALTER FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
-  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
-  RENAME TO ledger_post_arrays_body;
-REVOKE ALL ON FUNCTION ledger_post_arrays_body(text[], text[], text[], text[], timestamptz[],
-  text[], text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[],
-  bigint[]) FROM PUBLIC, custody_app;
-
-CREATE FUNCTION ledger_post_arrays(
-  i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamptz[],
-  i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[],
-  i_lines int[],
-  l_acc bigint[], l_asset int[], l_amt numeric[], l_closes bigint[], l_revs bigint[])
-RETURNS TABLE (item int, status text, transaction_id bigint)
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, public, pg_temp
-AS $fn$
-BEGIN
-  IF NOT (ledger_array_ok(i_key) AND ledger_array_ok(i_fp) AND ledger_array_ok(i_kind)
-          AND ledger_array_ok(i_ref) AND ledger_array_ok(i_eff) AND ledger_array_ok(i_reason)
-          AND ledger_array_ok(i_source) AND ledger_array_ok(i_rev) AND ledger_array_ok(i_oop)
-          AND ledger_array_ok(i_meta) AND ledger_array_ok(i_lines) AND ledger_array_ok(l_acc)
-          AND ledger_array_ok(l_asset) AND ledger_array_ok(l_amt) AND ledger_array_ok(l_closes)
-          AND ledger_array_ok(l_revs)) THEN
-    RAISE EXCEPTION 'ledger_post_arrays: every array must be one-dimensional and numbered from 1'
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  RETURN QUERY SELECT b.item, b.status, b.transaction_id
-                 FROM ledger_post_arrays_body(i_key, i_fp, i_kind, i_ref, i_eff, i_reason,
-                                              i_source, i_rev, i_oop, i_meta, i_lines, l_acc,
-                                              l_asset, l_amt, l_closes, l_revs) b;
-END
-$fn$;
-
-ALTER FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
-  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
-  OWNER TO custody_ledger_writer;
-REVOKE ALL ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[],
-  text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
-  FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[],
-  text[], text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[],
-  bigint[]) TO custody_app;
+REVOKE ALL ON FUNCTION ledger_post_one(text, text, text, text, timestamptz, text, text, boolean, jsonb,
+  bigint[], int[], numeric[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_post_one(text, text, text, text, timestamptz, text, text, boolean, jsonb,
+  bigint[], int[], numeric[]) TO custody_app;

@@ -1,240 +1,46 @@
--- 0006: the ledger's own write path runs as a role the guard triggers skip.
---
--- Every rule that money depends on stays enforced in the database for every writer. What
--- changes is who enforces it for whom:
--- * ledger_post_arrays (the write path of ledger.service, replacing ledger_post_batch, which
---   stays as a JSON front for raw callers) runs as custody_ledger_writer (SECURITY DEFINER; a
---   NOLOGIN role that no login is a member of, except the migration owner, which may alter
---   the schema anyway). It enforces every rule itself, in set-based
---   statements over the whole request: the write gate, the period rules, balance per asset,
---   at least one line per item, each line's account existing in the line's asset, the funds
---   flags and the 128-bit range under the row locks, reversals and closings mirroring and never
---   exceeding their original (under the same per-original locks as the trigger below).
---   Column CHECKs, the money128 domain, the unique idempotency key, the account_balances
---   CHECKs and the append-only triggers apply to it as to anyone.
--- * Every other writer (the application role with raw SQL, the owner) goes through the
---   triggers as before, which now skip custody_ledger_writer (WHEN current_user <> ...).
---   The postings' foreign keys (to ledger_transactions, to accounts (id, asset_id), to the
---   closed or reversed posting) are replaced by checks in the postings trigger.
---
--- Why: a single post cost the server about 2.3x the CPU of a plain transfer function, and on a
--- hot account its lock was held through all of that work. The guards ran per statement or per
--- row on work the function had already judged (the gate, recorded_at, the period check, the
--- posting check, the deferred balance check at commit, four foreign-key checks with their
--- share locks on the parent rows). Measured before/after in bench/RESULTS.md.
---
--- Mixing is covered: a raw posting added to a transaction the function wrote in the same
--- database transaction is checked by ledger_postings_balanced at commit.
-
-DO $$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'custody_ledger_writer') THEN
-    CREATE ROLE custody_ledger_writer NOLOGIN;
-  END IF;
-  -- A non-superuser owner must be a member to hand the function over (ALTER ... OWNER TO).
-  IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-    EXECUTE format('GRANT custody_ledger_writer TO %I', current_user);
-  END IF;
-END
-$$;
-
-GRANT USAGE ON SCHEMA public TO custody_ledger_writer;
-GRANT SELECT, INSERT ON ledger_transactions, ledger_postings TO custody_ledger_writer;
-GRANT SELECT, UPDATE ON account_balances TO custody_ledger_writer;
-GRANT SELECT ON ledger_periods TO custody_ledger_writer;
-GRANT USAGE ON SEQUENCE ledger_transactions_id_seq, ledger_postings_id_seq
-  TO custody_ledger_writer;
-
--- ---------------------------------------------------------------------------------------------
--- The guards skip the writer role.
-
-DROP TRIGGER ledger_transactions_gate ON ledger_transactions;
-CREATE TRIGGER ledger_transactions_gate BEFORE INSERT ON ledger_transactions
-  FOR EACH STATEMENT WHEN (current_user <> 'custody_ledger_writer')
-  EXECUTE FUNCTION ledger_write_gate();
-
-DROP TRIGGER ledger_transactions_before_insert ON ledger_transactions;
-CREATE TRIGGER ledger_transactions_before_insert BEFORE INSERT ON ledger_transactions
-  FOR EACH ROW WHEN (current_user <> 'custody_ledger_writer')
-  EXECUTE FUNCTION ledger_transactions_before_insert();
-
-DROP TRIGGER ledger_transactions_after_insert ON ledger_transactions;
-CREATE TRIGGER ledger_transactions_after_insert AFTER INSERT ON ledger_transactions
-  REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT WHEN (current_user <> 'custody_ledger_writer')
-  EXECUTE FUNCTION ledger_transactions_after_insert();
-
-DROP TRIGGER ledger_transaction_balanced ON ledger_transactions;
-CREATE CONSTRAINT TRIGGER ledger_transaction_balanced AFTER INSERT ON ledger_transactions
-  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (current_user <> 'custody_ledger_writer')
-  EXECUTE FUNCTION ledger_transaction_balanced();
-
--- The same check, for the transaction of every posting another writer inserts: a transaction
--- written by ledger_post_batch queues no check of its own, so a posting added to it later in
--- the same database transaction must bring one.
-CREATE FUNCTION ledger_postings_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE bad int;
-BEGIN
-  SELECT min(g.asset_id) FILTER (WHERE g.total <> 0) INTO bad
-    FROM (SELECT p.asset_id, sum(p.amount) AS total
-            FROM ledger_postings p WHERE p.transaction_id = NEW.transaction_id
-           GROUP BY p.asset_id) g;
-  IF bad IS NOT NULL THEN
-    RAISE EXCEPTION 'ledger transaction % does not balance in asset %', NEW.transaction_id, bad
-      USING ERRCODE = 'check_violation';
-  END IF;
-  RETURN NULL;
-END
-$$;
-CREATE CONSTRAINT TRIGGER ledger_postings_balanced AFTER INSERT ON ledger_postings
-  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (current_user <> 'custody_ledger_writer')
-  EXECUTE FUNCTION ledger_postings_balanced();
-
--- The postings' foreign keys become checks of the postings trigger (other writers only): the
--- parent rows can never change or go (append-only tables), so a lookup at insert is as strong,
--- and it takes no share lock on the parent rows. The two to the original posting (closes,
--- reverses) were already implied: the trigger refuses a line whose original it cannot find
--- ("does not mirror"), and ledger_post_batch judges such an item 'mismatch'; they still cost
--- two trigger events per posting, NULL or not.
-ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_transaction_id_fkey;
-ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_account_id_asset_id_fkey;
-ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_closes_posting_id_fkey;
-ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_reverses_posting_id_fkey;
-
-CREATE OR REPLACE FUNCTION ledger_postings_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  bad_txn bigint;
-  missing_txn bigint;
-  has_refs boolean;
-  orig record;
-  bad record;
-BEGIN
-  -- Each posting's account exists in the posting's asset (was a composite foreign key).
-  SELECT n.account_id, n.asset_id INTO bad
-    FROM new_rows n
-   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting on account % in asset %: no such account in that asset',
-      bad.account_id, bad.asset_id USING ERRCODE = 'foreign_key_violation';
-  END IF;
-
-  -- A committed transaction is closed: postings can only be written by the database
-  -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
-  -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
-  -- thinks of the transition table's size. A transaction that does not exist: was a foreign key.
-  SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
-         min(d.transaction_id) FILTER (WHERE d.txn_xmin IS NULL),
-         bool_or(d.refs)
-    INTO bad_txn, missing_txn, has_refs
-    FROM (SELECT n.transaction_id,
-                 bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
-                   AS refs,
-                 (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
-                   AS txn_xmin
-            FROM new_rows n GROUP BY n.transaction_id) d;
-  IF missing_txn IS NOT NULL THEN
-    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', missing_txn
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
-  IF bad_txn IS NOT NULL THEN
-    RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
-      USING ERRCODE = 'check_violation';
-  END IF;
-  IF NOT has_refs THEN
-    RETURN NULL;
-  END IF;
-
-  -- Reversals ('r') and closings ('c'): lock each original posting involved (in a fixed order,
-  -- so two writers never deadlock here), then, reading after the lock, check that every line
-  -- mirrors its original and that all of them together never exceed it. A concurrent writer of
-  -- the same original waits for the lock until we commit, then sees our postings.
-  FOR orig IN
-    SELECT DISTINCT x.kind, x.pid
-      FROM new_rows n,
-           LATERAL (VALUES (7302, n.reverses_posting_id), (7303, n.closes_posting_id)) x(kind, pid)
-     WHERE x.pid IS NOT NULL
-     ORDER BY x.pid, x.kind
-  LOOP
-    PERFORM pg_advisory_xact_lock(orig.kind, (orig.pid % 2147483647)::int);
-  END LOOP;
-
-  -- Scalar subqueries (one index lookup per row) rather than joins: a plan cached while the
-  -- tables were small must not turn into a scan of the whole ledger later.
-  SELECT n.reverses_posting_id AS pid INTO bad
-    FROM new_rows n
-   WHERE n.reverses_posting_id IS NOT NULL
-     AND (SELECT o.account_id = n.account_id AND sign(o.amount) <> sign(n.amount)
-                 AND o.transaction_id = (SELECT t.reverses_transaction_id FROM ledger_transactions t
-                                          WHERE t.id = n.transaction_id)
-            FROM ledger_postings o WHERE o.id = n.reverses_posting_id) IS NOT TRUE
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting reverses % but does not mirror it', bad.pid
-      USING ERRCODE = 'check_violation';
-  END IF;
-  SELECT n.closes_posting_id AS pid INTO bad
-    FROM new_rows n
-   WHERE n.closes_posting_id IS NOT NULL
-     AND (SELECT o.account_id = n.account_id AND sign(o.amount) <> sign(n.amount)
-            FROM ledger_postings o WHERE o.id = n.closes_posting_id) IS NOT TRUE
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting closes % but is not on its account with the opposite sign', bad.pid
-      USING ERRCODE = 'check_violation';
-  END IF;
-
-  -- What all postings (committed, and ours) take from each original, against the original.
-  SELECT x.kind, x.pid INTO bad
-    FROM (SELECT DISTINCT 'r' AS kind, n.reverses_posting_id AS pid FROM new_rows n
-           WHERE n.reverses_posting_id IS NOT NULL
-          UNION
-          SELECT DISTINCT 'c', n.closes_posting_id FROM new_rows n
-           WHERE n.closes_posting_id IS NOT NULL) x
-   WHERE abs((SELECT o.amount FROM ledger_postings o WHERE o.id = x.pid))
-         < abs(CASE x.kind
-                 WHEN 'r' THEN (SELECT sum(q.amount) FROM ledger_postings q
-                                 WHERE q.reverses_posting_id = x.pid)
-                 ELSE (SELECT sum(q.amount) FROM ledger_postings q
-                        WHERE q.closes_posting_id = x.pid)
-               END)
-   LIMIT 1;
-  IF FOUND THEN
-    IF bad.kind = 'r' THEN
-      RAISE EXCEPTION 'reversal of posting % exceeds the original', bad.pid
-        USING ERRCODE = 'check_violation';
-    END IF;
-    RAISE EXCEPTION 'closing of posting % exceeds the open amount', bad.pid
-      USING ERRCODE = 'check_violation';
-  END IF;
-  RETURN NULL;
-END
-$$;
-
-DROP TRIGGER ledger_postings_after_insert ON ledger_postings;
-CREATE TRIGGER ledger_postings_after_insert AFTER INSERT ON ledger_postings
-  REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT WHEN (current_user <> 'custody_ledger_writer')
-  EXECUTE FUNCTION ledger_postings_after_insert();
-
--- ---------------------------------------------------------------------------------------------
--- ledger_post_arrays: the write path, ledger_post_batch of 0001_ledger_post.sql taking its
--- request as arrays (ledger.repository sends them; parsing the JSON cost a single post about
--- 60 us of server CPU), plus the checks the skipped triggers made (balance per asset, lines
--- per item, the line's asset, the per-original locks), and "write first" for single entries
--- as well as batches. ledger_post_batch(jsonb) stays, for raw callers: it parses and calls this.
+-- ledger_post_arrays: the ledger's write path for batches and for every entry that reverses or
+-- closes a posting (ledger.repository sends single plain entries to ledger_post_one instead).
+-- It posts a batch of entries in a few set-based statements and returns one row per item:
+-- (item, status, transaction_id), with status
+--   'posted'             written now (transaction_id: the new transaction);
+--   'replayed'           a transaction is stored under the key with the same fingerprint (its id;
+--                        also an item repeating an earlier item of the same batch);
+--   'conflict'           a transaction is stored under the key with another fingerprint (its id);
+--   'period_closed'      effective inside a closed period, and not an out-of-period adjustment;
+--   'not_out_of_period'  flagged out-of-period, but not effective inside a closed period;
+--   'insufficient_funds' a funds flag would be broken; 'balance_out_of_range' |balance| >= 2^127;
+--   'mismatch'           a reversal or closing line does not mirror its original, or takes more
+--                        than is left of it.
+-- Refused items write nothing; the others are written. Malformed requests raise: 22023 (array
+-- shapes, arrays not one-dimensional from 1, a NULL key, fingerprint, effective time, flag,
+-- account, asset or amount), 23514 (an item with no lines, or not balanced per
+-- asset), 23503 (unknown account, account not in the line's asset). 40001 when a concurrent
+-- writer took one of the keys or moved a balance so that a verdict would change: the caller
+-- retries the whole call, and the retry judges again.
 --
 -- Items are given by the i_ arrays (one element per item, all of the same length), their lines
 -- by the l_ arrays (all lines, item by item, in order; i_lines[n] of them for item n).
+--
+-- It runs as custody_ledger_writer (SECURITY DEFINER), the role that the ledger's guard triggers
+-- skip (triggers/ledger_transactions.sql, triggers/ledger_postings.sql), and enforces what they
+-- enforce for everyone else: the write gate, the period rules, balance per asset, at least one
+-- line per item, each line's account existing in the line's asset, the funds flags and the
+-- 128-bit range under the balance rows' locks (taken in account-id order), reversals and closings
+-- mirroring and never exceeding their original (under the same per-original locks as the
+-- trigger). The column CHECKs, the money128 domain, the unique idempotency key, the balance rows'
+-- CHECKs and the append-only triggers apply to it as to anyone. custody_ledger_writer is a
+-- NOLOGIN role that no login is a member of (except a non-superuser migration owner, which may
+-- alter the schema anyway). tests/ledger/test_post_paths.py holds the cases that it and
+-- ledger_post_one must judge alike.
 
-CREATE FUNCTION ledger_post_arrays(
+CREATE OR REPLACE FUNCTION ledger_post_arrays(
   i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamptz[],
   i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[],
   i_lines int[],
   l_acc bigint[], l_asset int[], l_amt numeric[], l_closes bigint[], l_revs bigint[])
 RETURNS TABLE (item int, status text, transaction_id bigint)
 LANGUAGE plpgsql
--- Runs as custody_ledger_writer, the role the ledger's triggers skip: see the header.
+-- Runs as custody_ledger_writer, the role the ledger's triggers skip (see above).
 SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
 -- Every statement below takes arrays (never a join against table-sized input), so its generic
@@ -297,8 +103,19 @@ DECLARE
   v_k          int;
   v_limit      numeric := 170141183460469231731687303715884105728;
 BEGIN
-  -- The write gate first (shared, until commit): periods cannot be closed under us, so the
-  -- closed period read below stays true until we commit.
+  -- Read by position below, and unnested elsewhere: both must see the same lines.
+  IF NOT (ledger_array_ok(i_key) AND ledger_array_ok(i_fp) AND ledger_array_ok(i_kind)
+          AND ledger_array_ok(i_ref) AND ledger_array_ok(i_eff) AND ledger_array_ok(i_reason)
+          AND ledger_array_ok(i_source) AND ledger_array_ok(i_rev) AND ledger_array_ok(i_oop)
+          AND ledger_array_ok(i_meta) AND ledger_array_ok(i_lines) AND ledger_array_ok(l_acc)
+          AND ledger_array_ok(l_asset) AND ledger_array_ok(l_amt) AND ledger_array_ok(l_closes)
+          AND ledger_array_ok(l_revs)) THEN
+    RAISE EXCEPTION 'ledger_post_arrays: every array must be one-dimensional and numbered from 1'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+
+  -- The write gate (shared, until commit): periods cannot be closed under us, so the closed
+  -- period read below stays true until we commit.
   PERFORM pg_advisory_xact_lock_shared(7301, 1);
 
   -- The request's shape: what the JSON form's parser guaranteed by construction.
@@ -314,7 +131,10 @@ BEGIN
      OR cardinality(l_amt) IS DISTINCT FROM v_lines
      OR cardinality(l_closes) IS DISTINCT FROM v_lines
      OR cardinality(l_revs) IS DISTINCT FROM v_lines
-     OR array_position(i_oop, NULL) IS NOT NULL OR array_position(i_lines, NULL) IS NOT NULL THEN
+     OR array_position(i_key, NULL) IS NOT NULL OR array_position(i_fp, NULL) IS NOT NULL
+     OR array_position(i_eff, NULL) IS NOT NULL OR array_position(i_oop, NULL) IS NOT NULL
+     OR array_position(i_lines, NULL) IS NOT NULL OR array_position(l_acc, NULL) IS NOT NULL
+     OR array_position(l_asset, NULL) IS NOT NULL OR array_position(l_amt, NULL) IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_arrays: item arrays (and line arrays) must have one non-null '
       'element per item (per line)' USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -322,8 +142,8 @@ BEGIN
   l_no := array_fill(NULL::int, ARRAY[v_lines]);
   FOR v_i IN 1 .. v_n LOOP
     IF i_lines[v_i] < 1 THEN
-      -- What the triggers check for other writers (they skip this function, see the header).
-      RAISE EXCEPTION 'ledger_post_batch: item % has no lines', v_i
+      -- What the triggers check for other writers (they skip this function).
+      RAISE EXCEPTION 'ledger_post_arrays: item % has no lines', v_i
         USING ERRCODE = 'check_violation';
     END IF;
     FOR v_j IN 1 .. i_lines[v_i] LOOP
@@ -340,7 +160,7 @@ BEGIN
   v_last := 0;
 
   -- One statement: the closed period, the transactions already stored under these keys (an
-  -- index lookup: the keys are an array, see the header), whether any line reverses or closes,
+  -- index lookup: the keys are an array), whether any line reverses or closes,
   -- and the first item that does not balance per asset (checked by a trigger for others).
   -- The key lookup needs no lock: if another request commits one of our keys after this read,
   -- the INSERT below skips it (ON CONFLICT) and we raise 40001, so the retry sees it.
@@ -355,7 +175,7 @@ BEGIN
             FROM ledger_transactions t
            WHERE t.idempotency_key = ANY (i_key)) e;
   IF v_unbalanced IS NOT NULL THEN
-    RAISE EXCEPTION 'ledger_post_batch: item % does not balance per asset', v_unbalanced
+    RAISE EXCEPTION 'ledger_post_arrays: item % does not balance per asset', v_unbalanced
       USING ERRCODE = 'check_violation';
   END IF;
 
@@ -366,9 +186,9 @@ BEGIN
   --   and the transactions and postings are written, and only then are the rows locked, read
   --   again and, if another writer moved them meanwhile, the funds verdicts judged again under
   --   the lock (a verdict that would change raises 40001 and the whole call is retried). The
-  --   inserts then run outside the locks. Single entries too, since 0006: with the postings'
-  --   foreign keys gone (see the header) concurrent writers no longer pile share locks onto the
-  --   hot account's row while they insert.
+  --   inserts then run outside the locks. The postings have no foreign keys (their checks are
+  --   the trigger's, for other writers), so concurrent writers pile no share locks onto a hot
+  --   account's row while they insert.
   -- * "lock first": the rows are locked here, when a line reverses or closes a posting: what is
   --   left of an original is read after the locks (a concurrent reversal of the same original
   --   touches the same account, so it has committed and is counted, or waits for us).
@@ -403,12 +223,12 @@ BEGIN
     -- an element (0, or a neighbour, for an id that is not there).
     l_slot[v_j] := width_bucket(l_acc[v_j], b_acc);
     IF l_slot[v_j] = 0 OR b_acc[l_slot[v_j]] <> l_acc[v_j] THEN
-      RAISE EXCEPTION 'ledger_post_batch: account % has no balance row', l_acc[v_j]
+      RAISE EXCEPTION 'ledger_post_arrays: account % has no balance row', l_acc[v_j]
         USING ERRCODE = 'foreign_key_violation', HINT = 'unknown account, or run rebuild-balances';
     END IF;
     -- The balance row's asset is its account's (a foreign key on account_balances).
     IF b_asset[l_slot[v_j]] <> l_asset[v_j] THEN
-      RAISE EXCEPTION 'ledger_post_batch: account % is not in asset %', l_acc[v_j], l_asset[v_j]
+      RAISE EXCEPTION 'ledger_post_arrays: account % is not in asset %', l_acc[v_j], l_asset[v_j]
         USING ERRCODE = 'foreign_key_violation';
     END IF;
   END LOOP;
@@ -581,12 +401,11 @@ BEGIN
     IF v_inserted <> v_wanted THEN
       -- Only reachable when a concurrent request committed one of our keys after we looked:
       -- redo the whole batch so that its verdict (replay or conflict) is computed properly.
-      RAISE EXCEPTION 'ledger_post_batch: idempotency key raced' USING ERRCODE = '40001';
+      RAISE EXCEPTION 'ledger_post_arrays: idempotency key raced' USING ERRCODE = '40001';
     END IF;
 
-    -- The postings of the accepted items, in one statement (the triggers run once per
-    -- statement, see 0001_ledger.sql; the foreign keys once per row). v_new_id[item] names a
-    -- line's transaction: no join of the INSERT's RETURNING back to the items.
+    -- The postings of the accepted items, in one statement. v_new_id[item] names a line's
+    -- transaction: no join of the INSERT's RETURNING back to the items.
     INSERT INTO ledger_postings (transaction_id, line_no, account_id, asset_id, amount,
                                  closes_posting_id, reverses_posting_id)
     SELECT v_new_id[l.n], l.no, l.a, l.s, l.m, l.c, l.r
@@ -607,7 +426,7 @@ BEGIN
              ORDER BY ab.account_id
                FOR UPDATE) b;
     IF b_locked IS DISTINCT FROM b_acc THEN
-      RAISE EXCEPTION 'ledger_post_batch: balance rows changed under us' USING ERRCODE = '40001';
+      RAISE EXCEPTION 'ledger_post_arrays: balance rows changed under us' USING ERRCODE = '40001';
     END IF;
     IF b_bal IS DISTINCT FROM b_read THEN
       v_last := 0;
@@ -628,7 +447,7 @@ BEGIN
           END IF;
         END LOOP;
         IF coalesce(v_verdict, 'posted') <> v_status[v_i] THEN
-          RAISE EXCEPTION 'ledger_post_batch: balances moved between read and lock'
+          RAISE EXCEPTION 'ledger_post_arrays: balances moved between read and lock'
             USING ERRCODE = '40001';
         END IF;
         IF v_verdict IS NOT NULL THEN
@@ -662,62 +481,9 @@ $fn$;
 ALTER FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
   bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
   OWNER TO custody_ledger_writer;
-REVOKE ALL ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[],
-  text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+REVOKE ALL ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
+  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
   FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[],
-  text[], text[], bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[],
-  bigint[]) TO custody_app;
-
--- The JSON form, for raw callers (see 0001_ledger_post.sql for its input): parse, then the
--- above. It runs as its caller; the work and the checks happen in ledger_post_arrays.
-CREATE OR REPLACE FUNCTION ledger_post_batch(p_items jsonb)
-RETURNS TABLE (item int, status text, transaction_id bigint)
-LANGUAGE plpgsql
--- PL/pgSQL rather than SQL: its statements' plans are cached per session (a SQL function's
--- would be planned at every call).
-SET plan_cache_mode = force_generic_plan
-AS $fn$
-DECLARE
-  i_key text[]; i_fp text[]; i_kind text[]; i_ref text[]; i_eff timestamptz[];
-  i_reason text[]; i_source text[]; i_rev bigint[]; i_oop boolean[]; i_meta jsonb[];
-  i_lines int[]; l_acc bigint[]; l_asset int[]; l_amt numeric[]; l_closes bigint[];
-  l_revs bigint[];
-BEGIN
-  WITH items AS (
-    SELECT x.*
-      FROM ROWS FROM (jsonb_to_recordset(p_items) AS (key text, fp text, kind text, ref text,
-                        eff timestamptz, reason text, source text, rev bigint, oop boolean,
-                        meta jsonb, lines jsonb)) WITH ORDINALITY
-           AS x(key, fp, kind, ref, eff, reason, source, rev, oop, meta, lines, n)
-  ), lines AS (
-    SELECT it.n, l.*
-      FROM items it,
-           ROWS FROM (jsonb_to_recordset(it.lines) AS (a bigint, s int, m numeric, c bigint,
-                                                         r bigint)) WITH ORDINALITY
-           AS l(a, s, m, c, r, no)
-  )
-  SELECT i.*, l.*
-    INTO i_key, i_fp, i_kind, i_ref, i_eff, i_reason, i_source, i_rev, i_oop, i_meta, i_lines,
-         l_acc, l_asset, l_amt, l_closes, l_revs
-    FROM (SELECT array_agg(x.key ORDER BY x.n), array_agg(x.fp ORDER BY x.n),
-                 array_agg(x.kind ORDER BY x.n), array_agg(x.ref ORDER BY x.n),
-                 array_agg(x.eff ORDER BY x.n), array_agg(x.reason ORDER BY x.n),
-                 array_agg(x.source ORDER BY x.n), array_agg(x.rev ORDER BY x.n),
-                 array_agg(coalesce(x.oop, false) ORDER BY x.n),
-                 array_agg(coalesce(x.meta, '{}'::jsonb) ORDER BY x.n),
-                 array_agg(coalesce(jsonb_array_length(x.lines), 0) ORDER BY x.n)
-            FROM items x) i,
-         (SELECT coalesce(array_agg(y.a ORDER BY y.n, y.no), '{}'),
-                 coalesce(array_agg(y.s ORDER BY y.n, y.no), '{}'),
-                 coalesce(array_agg(y.m ORDER BY y.n, y.no), '{}'),
-                 coalesce(array_agg(y.c ORDER BY y.n, y.no), '{}'),
-                 coalesce(array_agg(y.r ORDER BY y.n, y.no), '{}')
-            FROM lines y) l;
-  RETURN QUERY
-    SELECT r.item, r.status, r.transaction_id
-      FROM ledger_post_arrays(i_key, i_fp, i_kind, i_ref, i_eff, i_reason, i_source, i_rev,
-                              i_oop, i_meta, i_lines, l_acc, l_asset, l_amt, l_closes,
-                              l_revs) r;
-END
-$fn$;
+GRANT EXECUTE ON FUNCTION ledger_post_arrays(text[], text[], text[], text[], timestamptz[], text[], text[],
+  bigint[], boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[])
+  TO custody_app;

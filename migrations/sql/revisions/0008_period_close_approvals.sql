@@ -25,40 +25,6 @@ CREATE TABLE ledger_period_approvals (
 COMMENT ON TABLE ledger_period_approvals IS
   'The approval that closed a proposed period: by someone else than the proposer.';
 
-CREATE FUNCTION ledger_period_approvals_check() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  proposal ledger_period_proposals%ROWTYPE;
-  closed_through timestamptz;
-BEGIN
-  SELECT * INTO proposal FROM ledger_period_proposals WHERE id = NEW.proposal_id;
-  IF proposal.proposed_by = NEW.approved_by THEN
-    RAISE EXCEPTION 'period close proposal %: the proposer cannot approve it', NEW.proposal_id
-      USING ERRCODE = 'check_violation';
-  END IF;
-  SELECT ends_at INTO closed_through FROM ledger_periods WHERE id = NEW.period_id;
-  IF closed_through IS DISTINCT FROM proposal.ends_at THEN
-    RAISE EXCEPTION 'period close proposal %: period % does not end where proposed',
-      NEW.proposal_id, NEW.period_id USING ERRCODE = 'check_violation';
-  END IF;
-  RETURN NEW;
-END
-$$;
-CREATE TRIGGER ledger_period_approvals_check BEFORE INSERT ON ledger_period_approvals
-  FOR EACH ROW EXECUTE FUNCTION ledger_period_approvals_check();
-
-DO $$
-DECLARE t text;
-BEGIN
-  FOREACH t IN ARRAY ARRAY['ledger_period_proposals', 'ledger_period_approvals'] LOOP
-    EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %I
-                    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()', t || '_append_only', t);
-    EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I
-                    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()',
-                   t || '_no_truncate', t);
-  END LOOP;
-END
-$$;
-
 REVOKE ALL ON ledger_period_proposals, ledger_period_approvals FROM PUBLIC;
 GRANT SELECT, INSERT ON ledger_period_proposals, ledger_period_approvals TO custody_app;
 GRANT USAGE, SELECT ON SEQUENCE ledger_period_proposals_id_seq TO custody_app;

@@ -65,38 +65,6 @@ CREATE INDEX deposits_open_idx ON deposits (chain, state)
 CREATE INDEX deposits_user_idx ON deposits (user_id, id);
 CREATE INDEX deposits_block_idx ON deposits (chain, block_number);
 
--- Only the current-state columns of a deposit may change; its facts never do.
-CREATE FUNCTION deposits_guard() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF (NEW.id, NEW.chain, NEW.tx_hash, NEW.position, NEW.token, NEW.from_address, NEW.to_address,
-      NEW.value, NEW.tx_from, NEW.tx_nonce, NEW.user_id, NEW.asset_code, NEW.amount_minor,
-      NEW.booking, NEW.booking_reason, NEW.first_seen_at)
-     IS DISTINCT FROM
-     (OLD.id, OLD.chain, OLD.tx_hash, OLD.position, OLD.token, OLD.from_address, OLD.to_address,
-      OLD.value, OLD.tx_from, OLD.tx_nonce, OLD.user_id, OLD.asset_code, OLD.amount_minor,
-      OLD.booking, OLD.booking_reason, OLD.first_seen_at) THEN
-    RAISE EXCEPTION 'deposit % : only its current state may change', OLD.id
-      USING ERRCODE = 'raise_exception';
-  END IF;
-  IF OLD.ledger_transaction_id IS NOT NULL
-     AND NEW.ledger_transaction_id IS DISTINCT FROM OLD.ledger_transaction_id THEN
-    RAISE EXCEPTION 'deposit % : its ledger transaction never changes', OLD.id
-      USING ERRCODE = 'raise_exception';
-  END IF;
-  IF NEW.last_event_id <= OLD.last_event_id THEN
-    RAISE EXCEPTION 'deposit % : a state change needs a new history row', OLD.id
-      USING ERRCODE = 'raise_exception';
-  END IF;
-  RETURN NEW;
-END
-$$;
-CREATE TRIGGER deposits_guard BEFORE UPDATE ON deposits
-  FOR EACH ROW EXECUTE FUNCTION deposits_guard();
-CREATE TRIGGER deposits_no_delete BEFORE DELETE ON deposits
-  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER deposits_no_truncate BEFORE TRUNCATE ON deposits
-  FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
-
 CREATE TABLE deposit_events (
   id                     bigserial PRIMARY KEY,
   deposit_id             bigint NOT NULL REFERENCES deposits (id),
@@ -127,10 +95,6 @@ COMMENT ON TABLE deposit_events IS
   'position); event is the fact observed, state the deposit''s state after it.';
 CREATE INDEX deposit_events_key_idx ON deposit_events (chain, tx_hash, position, id);
 CREATE INDEX deposit_events_deposit_idx ON deposit_events (deposit_id, id);
-CREATE TRIGGER deposit_events_append_only BEFORE UPDATE OR DELETE ON deposit_events
-  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER deposit_events_no_truncate BEFORE TRUNCATE ON deposit_events
-  FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 
 CREATE TABLE watcher_cursors (
   chain       text PRIMARY KEY,
@@ -153,8 +117,6 @@ CREATE TABLE deposit_cases (
 COMMENT ON TABLE deposit_cases IS
   'Durable cases the watcher opened (a credited deposit whose block stopped being canonical). '
   'Open until a row in deposit_case_resolutions references it.';
-CREATE TRIGGER deposit_cases_append_only BEFORE UPDATE OR DELETE ON deposit_cases
-  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 
 CREATE TABLE deposit_case_resolutions (
   case_id                  bigint PRIMARY KEY REFERENCES deposit_cases (id),
@@ -163,8 +125,6 @@ CREATE TABLE deposit_case_resolutions (
   reason                   text NOT NULL CHECK (length(reason) >= 1),
   resolved_at              timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE TRIGGER deposit_case_resolutions_append_only BEFORE UPDATE OR DELETE
-  ON deposit_case_resolutions FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 
 CREATE TABLE provider_inbox (
   event_id      text PRIMARY KEY CHECK (length(event_id) BETWEEN 1 AND 200),
@@ -182,5 +142,3 @@ CREATE TABLE provider_inbox (
 COMMENT ON TABLE provider_inbox IS
   'Custody provider notifications, stored with their unique event id before processing.';
 CREATE INDEX provider_inbox_key_idx ON provider_inbox (chain, tx_hash, position, received_at);
-CREATE TRIGGER provider_inbox_append_only BEFORE UPDATE OR DELETE ON provider_inbox
-  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();

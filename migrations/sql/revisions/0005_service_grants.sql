@@ -1,4 +1,4 @@
--- The application role: the outbox and the attempt log are insert-only (the triggers above
+-- The application role: the outbox and the attempt log are insert-only (the history triggers
 -- write events as the role that inserts the history row); endpoints and deliveries change state.
 REVOKE ALL ON webhook_endpoints, outbox_events, webhook_deliveries, webhook_attempts FROM PUBLIC;
 GRANT SELECT, INSERT ON outbox_events, webhook_attempts TO custody_app;

@@ -1,0 +1,5022 @@
+--
+-- PostgreSQL database dump
+--
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: money128; Type: DOMAIN; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE DOMAIN public.money128 AS numeric
+	CONSTRAINT money128_check CHECK (((scale(VALUE) = 0) AND (VALUE > '-170141183460469231731687303715884105728'::numeric) AND (VALUE < '170141183460469231731687303715884105728'::numeric)));
+
+
+ALTER DOMAIN public.money128 OWNER TO CURRENT_USER;
+
+--
+-- Name: account_balances_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.account_balances_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE a accounts%ROWTYPE;
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    SELECT * INTO a FROM accounts WHERE id = NEW.account_id;
+    NEW.debits_must_not_exceed_credits := a.debits_must_not_exceed_credits;
+    NEW.credits_must_not_exceed_debits := a.credits_must_not_exceed_debits;
+    RETURN NEW;
+  END IF;
+  -- UPDATE: only reached when the WHEN clause below saw an immutable column change.
+  RAISE EXCEPTION 'account_balances: only balance and version may change';
+END
+$$;
+
+
+ALTER FUNCTION public.account_balances_guard() OWNER TO CURRENT_USER;
+
+--
+-- Name: accounts_open_balance(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.accounts_open_balance() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO account_balances (account_id, asset_id, debits_must_not_exceed_credits,
+                                credits_must_not_exceed_debits)
+  VALUES (NEW.id, NEW.asset_id, NEW.debits_must_not_exceed_credits,
+          NEW.credits_must_not_exceed_debits);
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.accounts_open_balance() OWNER TO CURRENT_USER;
+
+--
+-- Name: api_idempotency_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.api_idempotency_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF OLD.state = 'completed' AND OLD.created_at > now() - interval '24 hours' THEN
+    RAISE EXCEPTION 'idempotency record % is younger than 24 hours', OLD.key
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN OLD;
+END
+$$;
+
+
+ALTER FUNCTION public.api_idempotency_guard() OWNER TO CURRENT_USER;
+
+--
+-- Name: deposits_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.deposits_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF (NEW.id, NEW.chain, NEW.tx_hash, NEW.position, NEW.token, NEW.from_address, NEW.to_address,
+      NEW.value, NEW.tx_from, NEW.tx_nonce, NEW.user_id, NEW.asset_code, NEW.amount_minor,
+      NEW.booking, NEW.booking_reason, NEW.first_seen_at)
+     IS DISTINCT FROM
+     (OLD.id, OLD.chain, OLD.tx_hash, OLD.position, OLD.token, OLD.from_address, OLD.to_address,
+      OLD.value, OLD.tx_from, OLD.tx_nonce, OLD.user_id, OLD.asset_code, OLD.amount_minor,
+      OLD.booking, OLD.booking_reason, OLD.first_seen_at) THEN
+    RAISE EXCEPTION 'deposit % : only its current state may change', OLD.id
+      USING ERRCODE = 'raise_exception';
+  END IF;
+  IF OLD.ledger_transaction_id IS NOT NULL
+     AND NEW.ledger_transaction_id IS DISTINCT FROM OLD.ledger_transaction_id THEN
+    RAISE EXCEPTION 'deposit % : its ledger transaction never changes', OLD.id
+      USING ERRCODE = 'raise_exception';
+  END IF;
+  IF NEW.last_event_id <= OLD.last_event_id THEN
+    RAISE EXCEPTION 'deposit % : a state change needs a new history row', OLD.id
+      USING ERRCODE = 'raise_exception';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.deposits_guard() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_array_ok(anyarray); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_array_ok(a anyarray) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$ SELECT a IS NULL OR cardinality(a) = 0 OR (array_ndims(a) = 1 AND array_lower(a, 1) = 1) $$;
+
+
+ALTER FUNCTION public.ledger_array_ok(a anyarray) OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_period_approvals_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_period_approvals_check() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  proposal ledger_period_proposals%ROWTYPE;
+  closed_through timestamptz;
+BEGIN
+  SELECT * INTO proposal FROM ledger_period_proposals WHERE id = NEW.proposal_id;
+  IF proposal.proposed_by = NEW.approved_by THEN
+    RAISE EXCEPTION 'period close proposal %: the proposer cannot approve it', NEW.proposal_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT ends_at INTO closed_through FROM ledger_periods WHERE id = NEW.period_id;
+  IF closed_through IS DISTINCT FROM proposal.ends_at THEN
+    RAISE EXCEPTION 'period close proposal %: period % does not end where proposed',
+      NEW.proposal_id, NEW.period_id USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_period_approvals_check() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_periods_before_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_periods_before_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE latest timestamptz;
+BEGIN
+  -- Exclusive: wait for every posting in flight, so "as known at close" is final.
+  PERFORM pg_advisory_xact_lock(7301, 1);
+  NEW.closed_at := clock_timestamp();
+  SELECT max(ends_at) INTO latest FROM ledger_periods;
+  IF latest IS NOT NULL AND NEW.ends_at <= latest THEN
+    RAISE EXCEPTION 'period already closed through %', latest USING ERRCODE = 'check_violation';
+  END IF;
+  IF NEW.ends_at > NEW.closed_at THEN
+    RAISE EXCEPTION 'cannot close a period ending in the future (%)', NEW.ends_at
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_periods_before_insert() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_post_arrays(text[], text[], text[], text[], timestamp with time zone[], text[], text[], bigint[], boolean[], jsonb[], integer[], bigint[], integer[], numeric[], bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: custody_ledger_writer
+--
+
+CREATE FUNCTION public.ledger_post_arrays(i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamp with time zone[], i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[], i_lines integer[], l_acc bigint[], l_asset integer[], l_amt numeric[], l_closes bigint[], l_revs bigint[]) RETURNS TABLE(item integer, status text, transaction_id bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_n          int := coalesce(cardinality(i_key), 0);
+  v_lines      int := coalesce(cardinality(l_acc), 0);
+  -- The item and line number of each line (derived from i_lines).
+  l_item       int[];
+  l_no         int[];
+  l_slot       int[];      -- index of the line's account in the b_ arrays
+  v_has_refs   boolean;
+  v_unbalanced int;        -- the first item whose lines do not sum to zero in some asset
+  v_lock_first boolean;     -- see the balance read below
+  v_closed     timestamptz;
+  -- Transactions already stored under one of the keys.
+  e_key        text[];
+  e_id         bigint[];
+  e_fp         text[];
+  -- The locked balance rows, in account-id order, and what the accepted items do to them.
+  b_acc        bigint[];
+  b_bal        numeric[];
+  b_dnec       boolean[];
+  b_cned       boolean[];
+  b_asset      int[];
+  b_delta      numeric[];
+  b_txns       int[];      -- accepted items touching the row (its version increment)
+  b_seen       int[];      -- the last accepted item that touched the row
+  b_touched    bigint[] := '{}';  -- accounts of accepted items, in account-id order
+  b_read       numeric[];  -- write first: the balances as read without the lock
+  b_locked     bigint[];
+  -- Remaining amount (absolute) of original postings that lines reverse or close.
+  o_key        text[] := '{}';
+  o_left       numeric[] := '{}';
+  o_acc        bigint[] := '{}';
+  o_sign       int[] := '{}';
+  o_txn        bigint[] := '{}';
+  -- What the item being judged has consumed of the originals (given back if it is refused).
+  t_slot       int[];
+  t_amt        numeric[];
+  -- Verdicts.
+  v_status     text[];
+  v_txid       bigint[];
+  v_dup_of     int[];      -- an item replaying an earlier item of this batch
+  v_new_id     bigint[];   -- id of the transaction an accepted item creates
+  v_wanted     int := 0;
+  v_inserted   int;
+  v_verdict    text;
+  v_kind       text;
+  v_ns         int;
+  v_pid        bigint;
+  v_first      int;
+  v_last       int := 0;
+  v_i          int;
+  v_j          int;
+  v_k          int;
+  v_limit      numeric := 170141183460469231731687303715884105728;
+BEGIN
+  -- Read by position below, and unnested elsewhere: both must see the same lines.
+  IF NOT (ledger_array_ok(i_key) AND ledger_array_ok(i_fp) AND ledger_array_ok(i_kind)
+          AND ledger_array_ok(i_ref) AND ledger_array_ok(i_eff) AND ledger_array_ok(i_reason)
+          AND ledger_array_ok(i_source) AND ledger_array_ok(i_rev) AND ledger_array_ok(i_oop)
+          AND ledger_array_ok(i_meta) AND ledger_array_ok(i_lines) AND ledger_array_ok(l_acc)
+          AND ledger_array_ok(l_asset) AND ledger_array_ok(l_amt) AND ledger_array_ok(l_closes)
+          AND ledger_array_ok(l_revs)) THEN
+    RAISE EXCEPTION 'ledger_post_arrays: every array must be one-dimensional and numbered from 1'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+
+  -- The write gate (shared, until commit): periods cannot be closed under us, so the closed
+  -- period read below stays true until we commit.
+  PERFORM pg_advisory_xact_lock_shared(7301, 1);
+
+  -- The request's shape: what the JSON form's parser guaranteed by construction.
+  IF v_n = 0 THEN
+    RETURN;
+  END IF;
+  IF cardinality(i_fp) IS DISTINCT FROM v_n OR cardinality(i_kind) IS DISTINCT FROM v_n
+     OR cardinality(i_ref) IS DISTINCT FROM v_n OR cardinality(i_eff) IS DISTINCT FROM v_n
+     OR cardinality(i_reason) IS DISTINCT FROM v_n OR cardinality(i_source) IS DISTINCT FROM v_n
+     OR cardinality(i_rev) IS DISTINCT FROM v_n OR cardinality(i_oop) IS DISTINCT FROM v_n
+     OR cardinality(i_meta) IS DISTINCT FROM v_n OR cardinality(i_lines) IS DISTINCT FROM v_n
+     OR cardinality(l_asset) IS DISTINCT FROM v_lines
+     OR cardinality(l_amt) IS DISTINCT FROM v_lines
+     OR cardinality(l_closes) IS DISTINCT FROM v_lines
+     OR cardinality(l_revs) IS DISTINCT FROM v_lines
+     OR array_position(i_key, NULL) IS NOT NULL OR array_position(i_fp, NULL) IS NOT NULL
+     OR array_position(i_eff, NULL) IS NOT NULL OR array_position(i_oop, NULL) IS NOT NULL
+     OR array_position(i_lines, NULL) IS NOT NULL OR array_position(l_acc, NULL) IS NOT NULL
+     OR array_position(l_asset, NULL) IS NOT NULL OR array_position(l_amt, NULL) IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger_post_arrays: item arrays (and line arrays) must have one non-null '
+      'element per item (per line)' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  l_item := array_fill(NULL::int, ARRAY[v_lines]);
+  l_no := array_fill(NULL::int, ARRAY[v_lines]);
+  FOR v_i IN 1 .. v_n LOOP
+    IF i_lines[v_i] < 1 THEN
+      -- What the triggers check for other writers (they skip this function).
+      RAISE EXCEPTION 'ledger_post_arrays: item % has no lines', v_i
+        USING ERRCODE = 'check_violation';
+    END IF;
+    FOR v_j IN 1 .. i_lines[v_i] LOOP
+      v_last := v_last + 1;
+      EXIT WHEN v_last > v_lines;
+      l_item[v_last] := v_i;
+      l_no[v_last] := v_j;
+    END LOOP;
+  END LOOP;
+  IF v_last <> v_lines THEN
+    RAISE EXCEPTION 'ledger_post_arrays: the items have % lines, the line arrays %', v_last,
+      v_lines USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  v_last := 0;
+
+  -- One statement: the closed period, the transactions already stored under these keys (an
+  -- index lookup: the keys are an array), whether any line reverses or closes,
+  -- and the first item that does not balance per asset (checked by a trigger for others).
+  -- The key lookup needs no lock: if another request commits one of our keys after this read,
+  -- the INSERT below skips it (ON CONFLICT) and we raise 40001, so the retry sees it.
+  SELECT (SELECT max(p.ends_at) FROM ledger_periods p), e.keys, e.ids, e.fps,
+         (SELECT coalesce(bool_or(x.r IS NOT NULL OR x.c IS NOT NULL), false)
+            FROM unnest(l_revs, l_closes) x(r, c)),
+         (SELECT min(u.n) FROM (SELECT x.n FROM unnest(l_item, l_asset, l_amt) x(n, s, m)
+                                 GROUP BY x.n, x.s HAVING sum(x.m) <> 0) u)
+    INTO v_closed, e_key, e_id, e_fp, v_has_refs, v_unbalanced
+    FROM (SELECT array_agg(t.idempotency_key) AS keys, array_agg(t.id) AS ids,
+                 array_agg(t.fingerprint) AS fps
+            FROM ledger_transactions t
+           WHERE t.idempotency_key = ANY (i_key)) e;
+  IF v_unbalanced IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger_post_arrays: item % does not balance per asset', v_unbalanced
+      USING ERRCODE = 'check_violation';
+  END IF;
+
+  -- The balance rows involved, in account-id order. Locking them (FOR UPDATE, in that order:
+  -- two writers never deadlock) makes every other writer of these accounts wait until we
+  -- commit, so a batch takes them as late as it can:
+  -- * "write first" (batches): the rows are read here without a lock, the verdicts are computed
+  --   and the transactions and postings are written, and only then are the rows locked, read
+  --   again and, if another writer moved them meanwhile, the funds verdicts judged again under
+  --   the lock (a verdict that would change raises 40001 and the whole call is retried). The
+  --   inserts then run outside the locks. The postings have no foreign keys (their checks are
+  --   the trigger's, for other writers), so concurrent writers pile no share locks onto a hot
+  --   account's row while they insert.
+  -- * "lock first": the rows are locked here, when a line reverses or closes a posting: what is
+  --   left of an original is read after the locks (a concurrent reversal of the same original
+  --   touches the same account, so it has committed and is counted, or waits for us).
+  v_lock_first := v_has_refs;
+  IF v_lock_first THEN
+    SELECT array_agg(b.account_id ORDER BY b.account_id),
+           array_agg(b.balance ORDER BY b.account_id),
+           array_agg(b.debits_must_not_exceed_credits ORDER BY b.account_id),
+           array_agg(b.credits_must_not_exceed_debits ORDER BY b.account_id),
+           array_agg(b.asset_id ORDER BY b.account_id)
+      INTO b_acc, b_bal, b_dnec, b_cned, b_asset
+      FROM (SELECT ab.account_id, ab.balance, ab.debits_must_not_exceed_credits,
+                   ab.credits_must_not_exceed_debits, ab.asset_id
+              FROM account_balances ab
+             WHERE ab.account_id = ANY (l_acc)
+             ORDER BY ab.account_id
+               FOR UPDATE) b;
+  ELSE
+    SELECT array_agg(ab.account_id ORDER BY ab.account_id),
+           array_agg(ab.balance ORDER BY ab.account_id),
+           array_agg(ab.debits_must_not_exceed_credits ORDER BY ab.account_id),
+           array_agg(ab.credits_must_not_exceed_debits ORDER BY ab.account_id),
+           array_agg(ab.asset_id ORDER BY ab.account_id)
+      INTO b_acc, b_bal, b_dnec, b_cned, b_asset
+      FROM account_balances ab
+     WHERE ab.account_id = ANY (l_acc);
+    b_read := b_bal;
+  END IF;
+  l_slot := array_fill(NULL::int, ARRAY[coalesce(cardinality(l_acc), 0)]);
+  FOR v_j IN 1 .. coalesce(cardinality(l_acc), 0) LOOP
+    -- b_acc is sorted and distinct: width_bucket is a binary search returning the position of
+    -- an element (0, or a neighbour, for an id that is not there).
+    l_slot[v_j] := width_bucket(l_acc[v_j], b_acc);
+    IF l_slot[v_j] = 0 OR b_acc[l_slot[v_j]] <> l_acc[v_j] THEN
+      RAISE EXCEPTION 'ledger_post_arrays: account % has no balance row', l_acc[v_j]
+        USING ERRCODE = 'foreign_key_violation', HINT = 'unknown account, or run rebuild-balances';
+    END IF;
+    -- The balance row's asset is its account's (a foreign key on account_balances).
+    IF b_asset[l_slot[v_j]] <> l_asset[v_j] THEN
+      RAISE EXCEPTION 'ledger_post_arrays: account % is not in asset %', l_acc[v_j], l_asset[v_j]
+        USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  END LOOP;
+
+  -- Originals that lines reverse ('r') or close ('c'), with what is left of them. Read after the
+  -- balance locks: a concurrent reversal of the same original touches the same account, so it
+  -- has committed (and is counted here) or waits for us. Writers that do not go through this
+  -- function (raw INSERTs, checked by ledger_postings_after_insert) do not lock balance rows;
+  -- they lock each original they touch, in this order, and so do we.
+  IF v_has_refs THEN
+    FOR v_ns, v_pid IN
+      SELECT DISTINCT x.ns, x.pid
+        FROM unnest(l_revs, l_closes) u(r, c),
+             LATERAL (VALUES (7302, u.r), (7303, u.c)) x(ns, pid)
+       WHERE x.pid IS NOT NULL
+       ORDER BY x.pid, x.ns
+    LOOP
+      PERFORM pg_advisory_xact_lock(v_ns, (v_pid % 2147483647)::int);
+    END LOOP;
+    SELECT coalesce(array_agg(w.kind || w.pid::text), '{}'),
+           coalesce(array_agg(abs(p.amount) - abs(p.used)), '{}'),
+           coalesce(array_agg(p.account_id), '{}'), coalesce(array_agg(sign(p.amount)::int), '{}'),
+           coalesce(array_agg(p.transaction_id), '{}')
+      INTO o_key, o_left, o_acc, o_sign, o_txn
+      FROM (SELECT DISTINCT x.kind, x.pid
+              FROM unnest(l_revs, l_closes) u(r, c),
+                   LATERAL (VALUES ('r', u.r), ('c', u.c)) x(kind, pid)
+             WHERE x.pid IS NOT NULL) w
+      -- OFFSET 0 keeps this a primary-key lookup per original, whatever the table sizes.
+      JOIN LATERAL (SELECT q.amount, q.account_id, q.transaction_id,
+                           CASE w.kind
+                             WHEN 'r' THEN (SELECT coalesce(sum(z.amount), 0) FROM ledger_postings z
+                                             WHERE z.reverses_posting_id = q.id)
+                             ELSE (SELECT coalesce(sum(z.amount), 0) FROM ledger_postings z
+                                    WHERE z.closes_posting_id = q.id)
+                           END AS used
+                      FROM ledger_postings q WHERE q.id = w.pid OFFSET 0) p ON true;
+  END IF;
+
+  v_status := array_fill(NULL::text, ARRAY[v_n]);
+  v_txid := array_fill(NULL::bigint, ARRAY[v_n]);
+  v_dup_of := array_fill(NULL::int, ARRAY[v_n]);
+  v_new_id := array_fill(NULL::bigint, ARRAY[v_n]);
+  b_delta := array_fill(0::numeric, ARRAY[coalesce(cardinality(b_acc), 0)]);
+  b_txns := array_fill(0, ARRAY[coalesce(cardinality(b_acc), 0)]);
+  b_seen := array_fill(0, ARRAY[coalesce(cardinality(b_acc), 0)]);
+
+  FOR v_i IN 1 .. v_n LOOP
+    v_first := v_last + 1;
+    v_last := v_last + i_lines[v_i];
+    v_verdict := NULL;
+    t_slot := '{}';
+    t_amt := '{}';
+
+    -- Idempotency: a stored transaction with this key ...
+    v_k := array_position(e_key, i_key[v_i]);
+    IF v_k IS NOT NULL THEN
+      v_txid[v_i] := e_id[v_k];
+      v_status[v_i] := CASE WHEN e_fp[v_k] = i_fp[v_i] THEN 'replayed' ELSE 'conflict' END;
+      CONTINUE;
+    END IF;
+    -- ... or an item of this batch, posted above (only when the key repeats: rare).
+    IF array_position(i_key, i_key[v_i]) < v_i THEN
+      FOR v_k IN 1 .. v_i - 1 LOOP
+        CONTINUE WHEN i_key[v_k] <> i_key[v_i] OR v_status[v_k] <> 'posted';
+        IF i_fp[v_k] = i_fp[v_i] THEN
+          v_status[v_i] := 'replayed';
+          v_dup_of[v_i] := v_k;
+        ELSE
+          v_status[v_i] := 'conflict';
+        END IF;
+      END LOOP;
+      CONTINUE WHEN v_status[v_i] IS NOT NULL;
+    END IF;
+
+    IF i_oop[v_i] AND (v_closed IS NULL OR i_eff[v_i] >= v_closed) THEN
+      v_verdict := 'not_out_of_period';
+    ELSIF NOT i_oop[v_i] AND v_closed IS NOT NULL AND i_eff[v_i] < v_closed THEN
+      v_verdict := 'period_closed';
+    END IF;
+
+    -- Reversals and closings: mirror the original and stay within what is left of it.
+    IF v_verdict IS NULL AND v_has_refs THEN
+      FOR v_j IN v_first .. v_last LOOP
+        FOREACH v_kind IN ARRAY ARRAY['r', 'c'] LOOP
+          IF v_kind = 'r' THEN
+            v_pid := l_revs[v_j];
+          ELSE
+            v_pid := l_closes[v_j];
+          END IF;
+          CONTINUE WHEN v_pid IS NULL;
+          v_k := array_position(o_key, v_kind || v_pid::text);
+          IF v_k IS NULL OR o_acc[v_k] <> l_acc[v_j] OR o_sign[v_k] = sign(l_amt[v_j])
+             OR (v_kind = 'r' AND o_txn[v_k] IS DISTINCT FROM i_rev[v_i]) THEN
+            v_verdict := 'mismatch';
+          ELSIF abs(l_amt[v_j]) > o_left[v_k] THEN
+            v_verdict := 'reversal_exceeds';
+          ELSE
+            -- Consumed at once, so that two lines of one item against the same original are
+            -- judged together; given back below if the item is refused.
+            o_left[v_k] := o_left[v_k] - abs(l_amt[v_j]);
+            t_slot := t_slot || v_k;
+            t_amt := t_amt || abs(l_amt[v_j]);
+          END IF;
+        END LOOP;
+      END LOOP;
+    END IF;
+
+    -- Funds: apply the item's lines, check the flags and the range, undo if refused.
+    IF v_verdict IS NULL THEN
+      FOR v_j IN v_first .. v_last LOOP
+        b_bal[l_slot[v_j]] := b_bal[l_slot[v_j]] + l_amt[v_j];
+      END LOOP;
+      FOR v_j IN v_first .. v_last LOOP
+        v_k := l_slot[v_j];
+        IF abs(b_bal[v_k]) >= v_limit THEN
+          v_verdict := 'balance_out_of_range';
+        ELSIF (b_dnec[v_k] AND b_bal[v_k] > 0) OR (b_cned[v_k] AND b_bal[v_k] < 0) THEN
+          v_verdict := coalesce(v_verdict, 'insufficient_funds');
+        END IF;
+      END LOOP;
+      IF v_verdict IS NOT NULL THEN
+        FOR v_j IN v_first .. v_last LOOP
+          b_bal[l_slot[v_j]] := b_bal[l_slot[v_j]] - l_amt[v_j];
+        END LOOP;
+      END IF;
+    END IF;
+
+    IF v_verdict IS NOT NULL THEN
+      FOR v_k IN 1 .. coalesce(cardinality(t_slot), 0) LOOP
+        o_left[t_slot[v_k]] := o_left[t_slot[v_k]] + t_amt[v_k];
+      END LOOP;
+      v_status[v_i] := v_verdict;
+      CONTINUE;
+    END IF;
+
+    -- Accepted: record what it does to each balance row (what it reverses or closes is
+    -- consumed already, above, so later items in the batch see it).
+    FOR v_j IN v_first .. v_last LOOP
+      v_k := l_slot[v_j];
+      b_delta[v_k] := b_delta[v_k] + l_amt[v_j];
+      IF b_seen[v_k] <> v_i THEN
+        b_txns[v_k] := b_txns[v_k] + 1;
+        b_seen[v_k] := v_i;
+      END IF;
+    END LOOP;
+    v_status[v_i] := 'posted';
+    -- Taking the id here lets the postings below name their transaction directly (no join of
+    -- the INSERT's RETURNING back to the items).
+    v_new_id[v_i] := nextval('ledger_transactions_id_seq');
+    v_wanted := v_wanted + 1;
+  END LOOP;
+  FOR v_k IN 1 .. coalesce(cardinality(b_acc), 0) LOOP
+    IF b_txns[v_k] > 0 THEN
+      b_touched := b_touched || b_acc[v_k];
+    END IF;
+  END LOOP;
+
+  IF v_wanted > 0 THEN
+    INSERT INTO ledger_transactions AS t (id, idempotency_key, fingerprint, kind, reference,
+                                         effective_at, reason, source, reverses_transaction_id,
+                                         out_of_period, metadata)
+    SELECT u.id, u.key, u.fp, u.kind, u.ref, u.eff, u.reason, u.source, u.rev, u.oop, u.meta
+      FROM unnest(v_new_id, i_key, i_fp, i_kind, i_ref, i_eff, i_reason, i_source, i_rev, i_oop,
+                  i_meta) AS u(id, key, fp, kind, ref, eff, reason, source, rev, oop, meta)
+     WHERE u.id IS NOT NULL
+     ORDER BY u.id
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted <> v_wanted THEN
+      -- Only reachable when a concurrent request committed one of our keys after we looked:
+      -- redo the whole batch so that its verdict (replay or conflict) is computed properly.
+      RAISE EXCEPTION 'ledger_post_arrays: idempotency key raced' USING ERRCODE = '40001';
+    END IF;
+
+    -- The postings of the accepted items, in one statement. v_new_id[item] names a line's
+    -- transaction: no join of the INSERT's RETURNING back to the items.
+    INSERT INTO ledger_postings (transaction_id, line_no, account_id, asset_id, amount,
+                                 closes_posting_id, reverses_posting_id)
+    SELECT v_new_id[l.n], l.no, l.a, l.s, l.m, l.c, l.r
+      FROM unnest(l_item, l_no, l_acc, l_asset, l_amt, l_closes, l_revs) WITH ORDINALITY
+           AS l(n, no, a, s, m, c, r, j)
+     WHERE v_new_id[l.n] IS NOT NULL
+     ORDER BY l.j;
+  END IF;
+
+  IF b_read IS NOT NULL AND v_wanted > 0 THEN
+    -- Write first: lock the rows now (same order as above) and read them under the lock. If
+    -- another writer moved one since our read, judge the funds again, in order, from the locked
+    -- balances: every verdict must stay what it was, else nothing we wrote may stand.
+    SELECT array_agg(b.account_id ORDER BY b.account_id), array_agg(b.balance ORDER BY b.account_id)
+      INTO b_locked, b_bal
+      FROM (SELECT ab.account_id, ab.balance FROM account_balances ab
+             WHERE ab.account_id = ANY (b_acc)
+             ORDER BY ab.account_id
+               FOR UPDATE) b;
+    IF b_locked IS DISTINCT FROM b_acc THEN
+      RAISE EXCEPTION 'ledger_post_arrays: balance rows changed under us' USING ERRCODE = '40001';
+    END IF;
+    IF b_bal IS DISTINCT FROM b_read THEN
+      v_last := 0;
+      FOR v_i IN 1 .. v_n LOOP
+        v_first := v_last + 1;
+        v_last := v_last + i_lines[v_i];
+        CONTINUE WHEN v_status[v_i] NOT IN ('posted', 'insufficient_funds', 'balance_out_of_range');
+        v_verdict := NULL;
+        FOR v_j IN v_first .. v_last LOOP
+          b_bal[l_slot[v_j]] := b_bal[l_slot[v_j]] + l_amt[v_j];
+        END LOOP;
+        FOR v_j IN v_first .. v_last LOOP
+          v_k := l_slot[v_j];
+          IF abs(b_bal[v_k]) >= v_limit THEN
+            v_verdict := 'balance_out_of_range';
+          ELSIF (b_dnec[v_k] AND b_bal[v_k] > 0) OR (b_cned[v_k] AND b_bal[v_k] < 0) THEN
+            v_verdict := coalesce(v_verdict, 'insufficient_funds');
+          END IF;
+        END LOOP;
+        IF coalesce(v_verdict, 'posted') <> v_status[v_i] THEN
+          RAISE EXCEPTION 'ledger_post_arrays: balances moved between read and lock'
+            USING ERRCODE = '40001';
+        END IF;
+        IF v_verdict IS NOT NULL THEN
+          FOR v_j IN v_first .. v_last LOOP
+            b_bal[l_slot[v_j]] := b_bal[l_slot[v_j]] - l_amt[v_j];
+          END LOOP;
+        END IF;
+      END LOOP;
+    END IF;
+  END IF;
+
+  IF v_wanted > 0 THEN
+    -- The balance rows, locked above; width_bucket (binary search in the sorted b_acc) finds a
+    -- row's slot without a join.
+    UPDATE account_balances b
+       SET balance = b.balance + b_delta[width_bucket(b.account_id, b_acc)],
+           version = b.version + b_txns[width_bucket(b.account_id, b_acc)],
+           updated_at = now()
+     WHERE b.account_id = ANY (b_touched);
+  END IF;
+
+  FOR v_i IN 1 .. v_n LOOP
+    item := v_i;
+    status := v_status[v_i];
+    transaction_id := coalesce(v_txid[v_i], v_new_id[v_i], v_new_id[v_dup_of[v_i]]);
+    RETURN NEXT;
+  END LOOP;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_post_arrays(i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamp with time zone[], i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[], i_lines integer[], l_acc bigint[], l_asset integer[], l_amt numeric[], l_closes bigint[], l_revs bigint[]) OWNER TO custody_ledger_writer;
+
+--
+-- Name: ledger_post_one(text, text, text, text, timestamp with time zone, text, text, boolean, jsonb, bigint[], integer[], numeric[]); Type: FUNCTION; Schema: public; Owner: custody_ledger_writer
+--
+
+CREATE FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) RETURNS TABLE(status text, transaction_id bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_lines   int := coalesce(cardinality(l_acc), 0);
+  v_id      bigint;
+  v_fp      text;
+  v_closed  timestamptz;
+  v_bad     boolean;
+  -- The accounts of the entry, distinct and in account-id order, with the entry's net amount
+  -- on each and the asset of its lines.
+  d_acc     bigint[];
+  d_delta   numeric[];
+  d_asset   int[];
+  v_k       int;
+  v_bal     numeric;
+  v_dnec    boolean;
+  v_cned    boolean;
+  v_asset   int;
+  v_verdict text;
+  v_limit   numeric := 170141183460469231731687303715884105728;
+BEGIN
+  -- The write gate first (shared, until commit): periods cannot be closed under us, so the
+  -- closed period read below stays true until we commit.
+  PERFORM pg_advisory_xact_lock_shared(7301, 1);
+
+  IF cardinality(l_asset) IS DISTINCT FROM v_lines
+     OR cardinality(l_amt) IS DISTINCT FROM v_lines
+     -- One dimension, numbered from 1: the lines are read by position below.
+     OR array_ndims(l_acc) <> 1 OR array_ndims(l_asset) <> 1 OR array_ndims(l_amt) <> 1
+     OR array_lower(l_acc, 1) <> 1 OR array_lower(l_asset, 1) <> 1
+     OR array_lower(l_amt, 1) <> 1
+     OR array_position(l_acc, NULL) IS NOT NULL OR array_position(l_asset, NULL) IS NOT NULL
+     OR array_position(l_amt, NULL) IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_lines = 0 THEN
+    -- What the triggers check for other writers (a transaction has postings), as
+    -- ledger_post_arrays refuses an item with no lines.
+    RAISE EXCEPTION 'ledger_post_one: the entry has no lines' USING ERRCODE = 'check_violation';
+  END IF;
+  -- What the judging below reads (a NULL would make it judge nothing, or retry forever).
+  IF p_key IS NULL OR p_fp IS NULL OR p_eff IS NULL OR p_oop IS NULL THEN
+    RAISE EXCEPTION 'ledger_post_one: key, fingerprint, effective time and out-of-period flag '
+      'must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+
+  IF v_lines = 2 AND l_acc[1] <> l_acc[2] AND l_asset[1] = l_asset[2] THEN
+    -- The common entry (two accounts, one asset), without a statement.
+    v_bad := l_amt[1] + l_amt[2] <> 0;
+    IF l_acc[1] < l_acc[2] THEN
+      d_acc := l_acc;
+      d_delta := l_amt;
+    ELSE
+      d_acc := ARRAY[l_acc[2], l_acc[1]];
+      d_delta := ARRAY[l_amt[2], l_amt[1]];
+    END IF;
+    d_asset := l_asset;
+  ELSE
+    SELECT array_agg(g.a ORDER BY g.a), array_agg(g.m ORDER BY g.a),
+           array_agg(CASE WHEN g.s_min = g.s_max THEN g.s_max END ORDER BY g.a),
+           (SELECT bool_or(u.total <> 0)
+              FROM (SELECT sum(x.m) AS total FROM unnest(l_asset, l_amt) x(s, m)
+                     GROUP BY x.s) u)
+      INTO d_acc, d_delta, d_asset, v_bad
+      FROM (SELECT x.a, sum(x.m) AS m, min(x.s) AS s_min, max(x.s) AS s_max
+              FROM unnest(l_acc, l_asset, l_amt) x(a, s, m)
+             GROUP BY x.a) g;
+    v_k := array_position(d_asset, NULL);
+    IF v_k IS NOT NULL THEN
+      -- Lines of two assets on one account: one of them is not the account's asset.
+      RAISE EXCEPTION 'ledger_post_one: account % is not in every asset of its lines', d_acc[v_k]
+        USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  END IF;
+  IF v_bad IS NOT FALSE THEN
+    -- What the triggers check for other writers (they skip this function).
+    RAISE EXCEPTION 'ledger_post_one: the entry does not balance per asset'
+      USING ERRCODE = 'check_violation';
+  END IF;
+
+  -- The transaction row, written only if the period rules allow the effective time and every
+  -- balance row exists in its lines' asset and, as read now (no lock), takes the entry within
+  -- its flags and the 128-bit range. A stored transaction under the key makes it nothing
+  -- (ON CONFLICT: a concurrent request holding the key is waited for).
+  INSERT INTO ledger_transactions AS t (idempotency_key, fingerprint, kind, reference,
+                                       effective_at, reason, source, out_of_period, metadata)
+  SELECT p_key, p_fp, p_kind, p_ref, p_eff, p_reason, p_source, p_oop, p_meta
+   WHERE (SELECT CASE WHEN p_oop THEN c.closed IS NOT NULL AND p_eff < c.closed
+                      ELSE c.closed IS NULL OR p_eff >= c.closed END
+            FROM (SELECT max(p.ends_at) AS closed FROM ledger_periods p) c)
+     AND (SELECT count(*)
+            FROM unnest(d_acc, d_delta, d_asset) d(a, m, s)
+            JOIN account_balances b ON b.account_id = d.a
+           WHERE b.asset_id = d.s AND abs(b.balance + d.m) < v_limit
+             AND NOT (b.debits_must_not_exceed_credits AND b.balance + d.m > 0)
+             AND NOT (b.credits_must_not_exceed_debits AND b.balance + d.m < 0))
+         = cardinality(d_acc)
+  ON CONFLICT (idempotency_key) DO NOTHING
+  RETURNING t.id INTO v_id;
+
+  IF v_id IS NULL THEN
+    -- Refused, or a replay: find out which, in the order ledger_post_arrays judges: the
+    -- accounts (a malformed request raises, whatever is stored under its key), then the key,
+    -- then the period, then the funds.
+    SELECT max(p.ends_at) INTO v_closed FROM ledger_periods p;
+    IF p_oop AND (v_closed IS NULL OR p_eff >= v_closed) THEN
+      v_verdict := 'not_out_of_period';
+    ELSIF NOT p_oop AND v_closed IS NOT NULL AND p_eff < v_closed THEN
+      v_verdict := 'period_closed';
+    END IF;
+    FOR v_k IN 1 .. cardinality(d_acc) LOOP
+      SELECT b.balance + d_delta[v_k], b.debits_must_not_exceed_credits,
+             b.credits_must_not_exceed_debits, b.asset_id
+        INTO v_bal, v_dnec, v_cned, v_asset
+        FROM account_balances b WHERE b.account_id = d_acc[v_k];
+      IF v_asset IS NULL THEN
+        RAISE EXCEPTION 'ledger_post_one: account % has no balance row', d_acc[v_k]
+          USING ERRCODE = 'foreign_key_violation',
+                HINT = 'unknown account, or run rebuild-balances';
+      ELSIF v_asset <> d_asset[v_k] THEN
+        RAISE EXCEPTION 'ledger_post_one: account % is not in asset %', d_acc[v_k], d_asset[v_k]
+          USING ERRCODE = 'foreign_key_violation';
+      END IF;
+      CONTINUE WHEN v_verdict IN ('not_out_of_period', 'period_closed');
+      IF abs(v_bal) >= v_limit THEN
+        v_verdict := 'balance_out_of_range';
+      ELSIF (v_dnec AND v_bal > 0) OR (v_cned AND v_bal < 0) THEN
+        v_verdict := coalesce(v_verdict, 'insufficient_funds');
+      END IF;
+    END LOOP;
+    SELECT t.id, t.fingerprint INTO v_id, v_fp
+      FROM ledger_transactions t WHERE t.idempotency_key = p_key;
+    IF v_id IS NOT NULL THEN
+      status := CASE WHEN v_fp = p_fp THEN 'replayed' ELSE 'conflict' END;
+      transaction_id := v_id;
+      RETURN NEXT;
+      RETURN;
+    END IF;
+    IF v_verdict IS NULL THEN
+      -- Nothing refuses it now: a balance moved since the INSERT looked (a credit came in).
+      -- Judge it again from the start.
+      RAISE EXCEPTION 'ledger_post_one: the entry''s state moved while it was judged'
+        USING ERRCODE = '40001';
+    END IF;
+    status := v_verdict;
+    RETURN NEXT;
+    RETURN;
+  END IF;
+
+  INSERT INTO ledger_postings (transaction_id, line_no, account_id, asset_id, amount)
+  SELECT v_id, l.no, l.a, l.s, l.m
+    FROM unnest(l_acc, l_asset, l_amt) WITH ORDINALITY AS l(a, s, m, no);
+
+  -- Each balance row, in account-id order (two writers never deadlock): the UPDATE takes the
+  -- row's lock and its WHERE judges the row as locked. If another writer moved it since the
+  -- read above so that the entry no longer fits, nothing we wrote may stand: 40001, and the
+  -- retry judges the entry again (and refuses it, if it still does not fit).
+  FOR v_k IN 1 .. cardinality(d_acc) LOOP
+    UPDATE account_balances b
+       SET balance = b.balance + d_delta[v_k], version = b.version + 1, updated_at = now()
+     WHERE b.account_id = d_acc[v_k]
+       AND abs(b.balance + d_delta[v_k]) < v_limit
+       AND NOT (b.debits_must_not_exceed_credits AND b.balance + d_delta[v_k] > 0)
+       AND NOT (b.credits_must_not_exceed_debits AND b.balance + d_delta[v_k] < 0);
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'ledger_post_one: balances moved between read and lock'
+        USING ERRCODE = '40001';
+    END IF;
+  END LOOP;
+
+  status := 'posted';
+  transaction_id := v_id;
+  RETURN NEXT;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) OWNER TO custody_ledger_writer;
+
+--
+-- Name: ledger_postings_after_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_postings_after_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad_txn bigint;
+  missing_txn bigint;
+  has_refs boolean;
+  orig record;
+  bad record;
+BEGIN
+  -- Each posting's account exists in the posting's asset (was a composite foreign key).
+  SELECT n.account_id, n.asset_id INTO bad
+    FROM new_rows n
+   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'posting on account % in asset %: no such account in that asset',
+      bad.account_id, bad.asset_id USING ERRCODE = 'foreign_key_violation';
+  END IF;
+
+  -- A committed transaction is closed: postings can only be written by the database
+  -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
+  -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
+  -- thinks of the transition table's size. A transaction that does not exist: was a foreign key.
+  SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
+         min(d.transaction_id) FILTER (WHERE d.txn_xmin IS NULL),
+         bool_or(d.refs)
+    INTO bad_txn, missing_txn, has_refs
+    FROM (SELECT n.transaction_id,
+                 bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
+                   AS refs,
+                 (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
+                   AS txn_xmin
+            FROM new_rows n GROUP BY n.transaction_id) d;
+  IF missing_txn IS NOT NULL THEN
+    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', missing_txn
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  IF bad_txn IS NOT NULL THEN
+    RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF NOT has_refs THEN
+    RETURN NULL;
+  END IF;
+
+  -- Reversals ('r') and closings ('c'): lock each original posting involved (in a fixed order,
+  -- so two writers never deadlock here), then, reading after the lock, check that every line
+  -- mirrors its original and that all of them together never exceed it. A concurrent writer of
+  -- the same original waits for the lock until we commit, then sees our postings.
+  FOR orig IN
+    SELECT DISTINCT x.kind, x.pid
+      FROM new_rows n,
+           LATERAL (VALUES (7302, n.reverses_posting_id), (7303, n.closes_posting_id)) x(kind, pid)
+     WHERE x.pid IS NOT NULL
+     ORDER BY x.pid, x.kind
+  LOOP
+    PERFORM pg_advisory_xact_lock(orig.kind, (orig.pid % 2147483647)::int);
+  END LOOP;
+
+  -- Scalar subqueries (one index lookup per row) rather than joins: a plan cached while the
+  -- tables were small must not turn into a scan of the whole ledger later.
+  SELECT n.reverses_posting_id AS pid INTO bad
+    FROM new_rows n
+   WHERE n.reverses_posting_id IS NOT NULL
+     AND (SELECT o.account_id = n.account_id AND sign(o.amount) <> sign(n.amount)
+                 AND o.transaction_id = (SELECT t.reverses_transaction_id FROM ledger_transactions t
+                                          WHERE t.id = n.transaction_id)
+            FROM ledger_postings o WHERE o.id = n.reverses_posting_id) IS NOT TRUE
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'posting reverses % but does not mirror it', bad.pid
+      USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT n.closes_posting_id AS pid INTO bad
+    FROM new_rows n
+   WHERE n.closes_posting_id IS NOT NULL
+     AND (SELECT o.account_id = n.account_id AND sign(o.amount) <> sign(n.amount)
+            FROM ledger_postings o WHERE o.id = n.closes_posting_id) IS NOT TRUE
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'posting closes % but is not on its account with the opposite sign', bad.pid
+      USING ERRCODE = 'check_violation';
+  END IF;
+
+  -- What all postings (committed, and ours) take from each original, against the original.
+  SELECT x.kind, x.pid INTO bad
+    FROM (SELECT DISTINCT 'r' AS kind, n.reverses_posting_id AS pid FROM new_rows n
+           WHERE n.reverses_posting_id IS NOT NULL
+          UNION
+          SELECT DISTINCT 'c', n.closes_posting_id FROM new_rows n
+           WHERE n.closes_posting_id IS NOT NULL) x
+   WHERE abs((SELECT o.amount FROM ledger_postings o WHERE o.id = x.pid))
+         < abs(CASE x.kind
+                 WHEN 'r' THEN (SELECT sum(q.amount) FROM ledger_postings q
+                                 WHERE q.reverses_posting_id = x.pid)
+                 ELSE (SELECT sum(q.amount) FROM ledger_postings q
+                        WHERE q.closes_posting_id = x.pid)
+               END)
+   LIMIT 1;
+  IF FOUND THEN
+    IF bad.kind = 'r' THEN
+      RAISE EXCEPTION 'reversal of posting % exceeds the original', bad.pid
+        USING ERRCODE = 'check_violation';
+    END IF;
+    RAISE EXCEPTION 'closing of posting % exceeds the open amount', bad.pid
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_postings_after_insert() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_postings_balanced(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_postings_balanced() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE bad int;
+BEGIN
+  SELECT min(g.asset_id) FILTER (WHERE g.total <> 0) INTO bad
+    FROM (SELECT p.asset_id, sum(p.amount) AS total
+            FROM ledger_postings p WHERE p.transaction_id = NEW.transaction_id
+           GROUP BY p.asset_id) g;
+  IF bad IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger transaction % does not balance in asset %', NEW.transaction_id, bad
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_postings_balanced() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_refuse_change(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_refuse_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION 'table % is append-only: % refused', TG_TABLE_NAME, TG_OP
+    USING ERRCODE = 'raise_exception', HINT = 'post a correcting transaction instead';
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_refuse_change() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_transaction_balanced(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_transaction_balanced() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  n_lines bigint;
+  bad int;
+BEGIN
+  -- One query: how many postings, and the first asset whose postings do not sum to zero.
+  SELECT sum(g.lines), min(g.asset_id) FILTER (WHERE g.total <> 0)
+    INTO n_lines, bad
+    FROM (SELECT p.asset_id, count(*) AS lines, sum(p.amount) AS total
+            FROM ledger_postings p WHERE p.transaction_id = NEW.id GROUP BY p.asset_id) g;
+  IF n_lines IS NULL THEN
+    RAISE EXCEPTION 'ledger transaction % has no postings', NEW.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF bad IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger transaction % does not balance in asset %', NEW.id, bad
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_transaction_balanced() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_transactions_after_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_transactions_after_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE bad record;
+BEGIN
+  -- One query for every row of the statement (a batch of 100 used to run 100 lookups). The
+  -- gate is held, so no period can be closed between this check and our commit.
+  SELECT n.idempotency_key, n.effective_at, n.out_of_period, p.closed_through
+    INTO bad
+    FROM new_rows n, (SELECT max(ends_at) AS closed_through FROM ledger_periods) p
+   WHERE CASE WHEN n.out_of_period
+              THEN p.closed_through IS NULL OR n.effective_at >= p.closed_through
+              ELSE n.effective_at < p.closed_through END
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF bad.out_of_period THEN
+    RAISE EXCEPTION 'out-of-period adjustment % is effective at %, not in a closed period',
+      bad.idempotency_key, bad.effective_at USING ERRCODE = 'check_violation';
+  END IF;
+  RAISE EXCEPTION 'transaction % is effective at %, inside a period closed through %',
+    bad.idempotency_key, bad.effective_at, bad.closed_through USING ERRCODE = 'check_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_transactions_after_insert() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_transactions_before_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_transactions_before_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  -- Set here, after the write gate is held (the statement trigger above fires first), so that
+  -- nothing recorded after a period close can carry a recorded time before it. The period
+  -- rules are checked once per statement, below.
+  NEW.recorded_at := clock_timestamp();
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_transactions_before_insert() OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_write_gate(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_write_gate() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  -- Held until commit; period close and checkpoint watermarks wait for every write in flight.
+  PERFORM pg_advisory_xact_lock_shared(7301, 1);
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_write_gate() OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_decimal(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_decimal(minor numeric, scale integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE
+    WHEN minor IS NULL OR scale IS NULL THEN NULL
+    WHEN scale = 0 THEN minor::text
+    ELSE (CASE WHEN minor < 0 THEN '-' ELSE '' END)
+         || coalesce(nullif(left(abs(minor)::text, -scale), ''), '0')
+         || coalesce('.' || nullif(rtrim(right(repeat('0', scale) || abs(minor)::text, scale),
+                                         '0'), ''), '')
+  END
+$$;
+
+
+ALTER FUNCTION public.outbox_decimal(minor numeric, scale integer) OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_deposit_case(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_deposit_case() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  d record;
+BEGIN
+  SELECT dep.id, dep.user_id, dep.chain, dep.tx_hash, dep.position, dep.asset_code,
+         dep.amount_minor, u.client_id
+    INTO d
+    FROM deposits dep LEFT JOIN api_users u ON u.id = dep.user_id
+   WHERE dep.id = NEW.deposit_id;
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  VALUES ('evt_case_' || NEW.id, 'alert.' || NEW.kind, d.client_id, d.user_id,
+          'deposit:' || d.id,
+          jsonb_build_object(
+            'case_id', NEW.id::text, 'kind', NEW.kind, 'deposit_id', d.id::text,
+            'user_id', d.user_id, 'chain', d.chain, 'tx_hash', d.tx_hash,
+            'position', d.position, 'asset', d.asset_code,
+            'amount_minor', d.amount_minor::text,
+            'ledger_transaction_id', NEW.ledger_transaction_id::text,
+            'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at),
+          NEW.opened_at);
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.outbox_deposit_case() OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_deposit_event(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_deposit_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  kind text;
+  d record;
+BEGIN
+  kind := CASE
+    WHEN NEW.event = 'transfer_included' THEN 'deposit.seen'
+    WHEN NEW.event = 'block_reorged_out' THEN 'deposit.reorged'
+    WHEN NEW.event = 'transfer_reincluded' THEN 'deposit.reincluded'
+    WHEN NEW.state = 'credited' THEN 'deposit.credited'
+    WHEN NEW.state = 'held_for_review' THEN 'deposit.held'
+    WHEN NEW.state = 'failed' THEN 'deposit.failed'
+  END;
+  IF kind IS NULL THEN
+    RETURN NULL;
+  END IF;
+  SELECT dep.*, u.client_id, a.scale INTO d
+    FROM deposits dep
+    LEFT JOIN api_users u ON u.id = dep.user_id
+    LEFT JOIN assets a ON a.code = dep.asset_code
+   WHERE dep.id = NEW.deposit_id;
+  IF d.user_id IS NULL THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  VALUES ('evt_dep_' || NEW.id, kind, d.client_id, d.user_id, 'deposit:' || d.id,
+          jsonb_build_object(
+            'deposit_id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
+            'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
+            'from', d.from_address, 'to', d.to_address, 'asset', d.asset_code,
+            'amount_minor', d.amount_minor::text,
+            'amount', outbox_decimal(d.amount_minor, d.scale),
+            'state', NEW.state, 'event', NEW.event, 'reason', NEW.reason,
+            'block_number', NEW.block_number::text, 'block_hash', NEW.block_hash,
+            'confirmations', NEW.confirmations, 'rule', NEW.rule,
+            'ledger_transaction_id', NEW.ledger_transaction_id::text,
+            'observed_at', NEW.observed_at),
+          NEW.recorded_at);
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.outbox_deposit_event() OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_fan_out(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_fan_out() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at)
+  SELECT NEW.id, e.id, NEW.created_at
+    FROM webhook_endpoints e
+   WHERE e.disabled_at IS NULL
+     AND (e.client_id = NEW.client_id OR (NEW.type LIKE 'alert.%' AND e.alerts))
+  ON CONFLICT (event_id, endpoint_id) DO NOTHING;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.outbox_fan_out() OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_withdrawal_event(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_withdrawal_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  w withdrawals%ROWTYPE;
+  hash text;
+BEGIN
+  IF outbox_withdrawal_type(NEW.to_state) IS NULL THEN
+    RETURN NULL;
+  END IF;
+  SELECT * INTO w FROM withdrawals WHERE id = NEW.withdrawal_id;
+  IF NEW.attempt_id IS NOT NULL THEN
+    SELECT a.tx_hash INTO hash FROM withdrawal_attempts a WHERE a.id = NEW.attempt_id;
+  END IF;
+  PERFORM outbox_withdrawal_event_write(w, NEW, hash);
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.outbox_withdrawal_event() OWNER TO CURRENT_USER;
+
+SET default_table_access_method = heap;
+
+--
+-- Name: withdrawal_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_events (
+    id bigint NOT NULL,
+    withdrawal_id bigint NOT NULL,
+    from_state text,
+    to_state text NOT NULL,
+    event text NOT NULL,
+    reason text,
+    evidence jsonb DEFAULT '{}'::jsonb NOT NULL,
+    actor text NOT NULL,
+    ledger_transaction_id bigint,
+    attempt_id bigint,
+    occurred_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+
+ALTER TABLE public.withdrawal_events OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_events IS 'Append-only history: every accepted transition with its reason and evidence.';
+
+
+--
+-- Name: withdrawals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawals (
+    id bigint NOT NULL,
+    user_id text NOT NULL,
+    request_key text NOT NULL,
+    fingerprint text NOT NULL,
+    requested_by text NOT NULL,
+    chain text NOT NULL,
+    asset_code text NOT NULL,
+    token text,
+    destination text NOT NULL,
+    amount_minor public.money128 NOT NULL,
+    fee_max_minor public.money128 NOT NULL,
+    fee_minor public.money128 NOT NULL,
+    chain_amount numeric(78,0) NOT NULL,
+    approvals_required smallint NOT NULL,
+    state text NOT NULL,
+    state_reason text,
+    hot_wallet text,
+    nonce bigint,
+    reserve_transaction_id bigint,
+    reserve_posting_id bigint,
+    closing_transaction_id bigint,
+    landed_attempt_id bigint,
+    requested_at timestamp with time zone NOT NULL,
+    state_changed_at timestamp with time zone NOT NULL,
+    unknown_since timestamp with time zone,
+    nonce_closed_at timestamp with time zone,
+    CONSTRAINT withdrawals_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT withdrawals_approvals_required_check CHECK (((approvals_required >= 0) AND (approvals_required <= 2))),
+    CONSTRAINT withdrawals_chain_amount_check CHECK ((chain_amount > (0)::numeric)),
+    CONSTRAINT withdrawals_check CHECK ((((fee_minor)::numeric >= (0)::numeric) AND ((fee_minor)::numeric <= (fee_max_minor)::numeric))),
+    CONSTRAINT withdrawals_check1 CHECK (((nonce IS NULL) = (hot_wallet IS NULL))),
+    CONSTRAINT withdrawals_check2 CHECK (((state = 'requested'::text) OR (reserve_posting_id IS NOT NULL))),
+    CONSTRAINT withdrawals_destination_check CHECK (((destination ~ '^0x[0-9a-f]{40}$'::text) AND (destination <> '0x0000000000000000000000000000000000000000'::text))),
+    CONSTRAINT withdrawals_fee_max_minor_check CHECK (((fee_max_minor)::numeric >= (0)::numeric)),
+    CONSTRAINT withdrawals_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT withdrawals_hot_wallet_check CHECK ((hot_wallet ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT withdrawals_nonce_check CHECK ((nonce >= 0)),
+    CONSTRAINT withdrawals_request_key_check CHECK (((length(request_key) >= 1) AND (length(request_key) <= 200))),
+    CONSTRAINT withdrawals_requested_by_check CHECK (((length(requested_by) >= 1) AND (length(requested_by) <= 200))),
+    CONSTRAINT withdrawals_state_check CHECK ((state = ANY (ARRAY['requested'::text, 'pending_approval'::text, 'reserved'::text, 'signed'::text, 'broadcast'::text, 'included'::text, 'unknown'::text, 'awaiting_write_off'::text, 'settled'::text, 'reverted'::text, 'released'::text, 'canceled'::text, 'rejected'::text, 'written_off'::text]))),
+    CONSTRAINT withdrawals_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT withdrawals_user_id_check CHECK (((length(user_id) >= 1) AND (length(user_id) <= 100)))
+);
+
+
+ALTER TABLE public.withdrawals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawals IS 'Current state of each withdrawal (a projection of withdrawal_events); amounts in the ledger asset''s minor units, chain_amount in the token''s on-chain units.';
+
+
+--
+-- Name: COLUMN withdrawals.request_key; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.request_key IS 'The caller''s idempotency key, unique per user.';
+
+
+--
+-- Name: COLUMN withdrawals.fingerprint; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.fingerprint IS 'SHA-256 of the request; same key + other request = conflict.';
+
+
+--
+-- Name: COLUMN withdrawals.fee_max_minor; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.fee_max_minor IS 'Most the fee can be; reserved with the amount.';
+
+
+--
+-- Name: COLUMN withdrawals.fee_minor; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.fee_minor IS 'Fee charged at settlement (from the fee schedule).';
+
+
+--
+-- Name: COLUMN withdrawals.reserve_posting_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.reserve_posting_id IS 'The reserve posting on user:{id}:withdrawals that the settle or release posting closes.';
+
+
+--
+-- Name: COLUMN withdrawals.unknown_since; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.unknown_since IS 'When the outcome first became unknown.';
+
+
+--
+-- Name: COLUMN withdrawals.nonce_closed_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawals.nonce_closed_at IS 'Written-off withdrawals: when their nonce was seen consumed and final (by a cancel transaction, the payout itself, or another transaction). Until then later payouts of the hot wallet wait behind it, so the processor keeps closing it.';
+
+
+--
+-- Name: outbox_withdrawal_event_write(public.withdrawals, public.withdrawal_events, text); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_withdrawal_event_write(w public.withdrawals, e public.withdrawal_events, p_tx_hash text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_type text := outbox_withdrawal_type(e.to_state);
+BEGIN
+  IF v_type IS NULL THEN
+    RETURN;
+  END IF;
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  SELECT 'evt_wd_' || e.id, v_type, u.client_id, w.user_id, 'withdrawal:' || w.id,
+         jsonb_build_object(
+           'withdrawal_id', w.id::text, 'user_id', w.user_id, 'request_key', w.request_key,
+           'chain', w.chain, 'asset', w.asset_code, 'token', w.token,
+           'destination', w.destination,
+           'amount_minor', w.amount_minor::text,
+           'amount', outbox_decimal(w.amount_minor, s.scale),
+           'fee_minor', w.fee_minor::text, 'fee', outbox_decimal(w.fee_minor, s.scale),
+           'fee_max_minor', w.fee_max_minor::text,
+           'state', e.to_state, 'from_state', e.from_state, 'event', e.event,
+           'reason', e.reason, 'tx_hash', p_tx_hash,
+           'ledger_transaction_id', e.ledger_transaction_id::text,
+           'occurred_at', e.occurred_at),
+         e.recorded_at
+    FROM (VALUES (1)) one
+    LEFT JOIN api_users u ON u.id = w.user_id
+    LEFT JOIN assets s ON s.code = w.asset_code;
+END
+$$;
+
+
+ALTER FUNCTION public.outbox_withdrawal_event_write(w public.withdrawals, e public.withdrawal_events, p_tx_hash text) OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_withdrawal_type(text); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_withdrawal_type(p_state text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN p_state IN ('pending_approval', 'reserved', 'broadcast', 'settled', 'released',
+                               'unknown', 'reverted', 'canceled', 'rejected', 'written_off')
+              THEN 'withdrawal.' || p_state END
+$$;
+
+
+ALTER FUNCTION public.outbox_withdrawal_type(p_state text) OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_refs_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.withdrawal_refs_check() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_TABLE_NAME = 'withdrawals' THEN
+    IF NEW.reserve_transaction_id IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM ledger_transactions t WHERE t.id = NEW.reserve_transaction_id) THEN
+      RAISE EXCEPTION 'withdrawal %: reserve transaction % does not exist', NEW.id,
+        NEW.reserve_transaction_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    IF NEW.reserve_posting_id IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM ledger_postings p WHERE p.id = NEW.reserve_posting_id) THEN
+      RAISE EXCEPTION 'withdrawal %: reserve posting % does not exist', NEW.id,
+        NEW.reserve_posting_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  ELSE
+    IF NOT EXISTS (SELECT 1 FROM withdrawals w WHERE w.id = NEW.withdrawal_id) THEN
+      RAISE EXCEPTION 'withdrawal history row names withdrawal %, which does not exist',
+        NEW.withdrawal_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    IF NEW.ledger_transaction_id IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM ledger_transactions t WHERE t.id = NEW.ledger_transaction_id) THEN
+      RAISE EXCEPTION 'withdrawal history row names ledger transaction %, which does not exist',
+        NEW.ledger_transaction_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_refs_check() OWNER TO CURRENT_USER;
+
+--
+-- Name: FUNCTION withdrawal_refs_check(); Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON FUNCTION public.withdrawal_refs_check() IS 'The foreign keys of withdrawals (reserve transaction and posting) and withdrawal_events (withdrawal, ledger transaction), for writers other than withdrawal_reserve_record.';
+
+
+--
+-- Name: withdrawal_refuse_id_change(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.withdrawal_refuse_id_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION 'withdrawal %: its id cannot change (history rows name it)', OLD.id
+    USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_refuse_id_change() OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_reserve_open(text, text, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF p_user_id IS NULL OR p_asset_code IS NULL OR p_request_key IS NULL OR p_since IS NULL THEN
+    RAISE EXCEPTION 'withdrawal_reserve_open: user, asset, key and window start are required'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF current_setting('transaction_isolation') = 'repeatable read' THEN
+    RAISE EXCEPTION 'withdrawal_reserve_open: the daily limit needs READ COMMITTED or SERIALIZABLE'
+      USING ERRCODE = 'invalid_transaction_state';
+  END IF;
+  PERFORM pg_advisory_xact_lock(7321, hashtext(p_user_id || '/' || p_asset_code));
+
+  SELECT (SELECT w.id FROM withdrawals w
+           WHERE w.user_id = p_user_id AND w.request_key = p_request_key),
+         -- The states in which no money left or will leave do not count ('requested' rows
+         -- are never committed; counted out for rows of older versions all the same).
+         (SELECT coalesce(sum(w.amount_minor), 0) FROM withdrawals w
+           WHERE w.user_id = p_user_id AND w.asset_code = p_asset_code
+             AND w.requested_at >= p_since
+             AND w.state NOT IN ('canceled', 'rejected', 'released', 'reverted', 'requested')),
+         s.id, s.scale,
+         wa.id, wa.type, wa.debits_must_not_exceed_credits, wa.credits_must_not_exceed_debits,
+         xa.id, xa.type, xa.debits_must_not_exceed_credits, xa.credits_must_not_exceed_debits
+    INTO existing_id, used_minor, ledger_asset_id, ledger_asset_scale,
+         wallet_id, wallet_type, wallet_dnec, wallet_cned,
+         withdrawals_id, withdrawals_type, withdrawals_dnec, withdrawals_cned
+    FROM (VALUES (1)) one
+    LEFT JOIN assets s ON s.code = p_asset_code
+    LEFT JOIN accounts wa ON wa.code = p_wallet_code AND wa.asset_id = s.id
+    LEFT JOIN accounts xa ON xa.code = p_withdrawals_code AND xa.asset_id = s.id;
+
+  IF existing_id IS NULL THEN
+    withdrawal_id := nextval('withdrawals_id_seq');
+  END IF;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean) OWNER TO CURRENT_USER;
+
+--
+-- Name: FUNCTION withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean); Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON FUNCTION public.withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean) IS 'First statement of a reserve: the (user, asset) daily-limit lock until commit, then, read under it, the withdrawal already stored under the key (existing_id), the amount requested since p_since that counts toward the limit, the ledger asset, the two user accounts (NULLs when missing) and a new withdrawal id (when the key is new). Writes nothing.';
+
+
+--
+-- Name: withdrawal_reserve_record(bigint, text, text, text, text, text, text, text, text, numeric, numeric, numeric, numeric, integer, text, text, text, jsonb, text, timestamp with time zone, bigint, bigint); Type: FUNCTION; Schema: public; Owner: custody_withdrawal_writer
+--
+
+CREATE FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+  v_posting bigint;
+  w withdrawals%ROWTYPE;
+  e withdrawal_events%ROWTYPE;
+BEGIN
+  IF p_state IS NULL OR p_state NOT IN ('reserved', 'pending_approval')
+     OR p_approvals_required IS NULL
+     OR (p_state = 'pending_approval') <> (p_approvals_required > 0) THEN
+    RAISE EXCEPTION 'withdrawal %: % is not the reserved state of a withdrawal needing % approval(s)',
+      p_id, p_state, p_approvals_required USING ERRCODE = 'check_violation';
+  END IF;
+  -- Primary-key and unique-index lookups only.
+  SELECT p.id INTO v_posting
+    FROM ledger_postings p
+    JOIN ledger_transactions t ON t.id = p.transaction_id
+    JOIN accounts a ON a.id = p.account_id
+    JOIN assets s ON s.id = a.asset_id
+   WHERE p.transaction_id = p_reserve_transaction_id
+     AND p.account_id = p_withdrawals_account_id
+     AND t.idempotency_key = 'withdrawal:' || p_id || ':reserve'
+     AND a.code = 'user:' || p_user_id || ':withdrawals'
+     AND s.code = p_asset_code
+     AND p.amount = -(p_amount_minor + p_fee_max_minor);
+  IF v_posting IS NULL THEN
+    RAISE EXCEPTION 'withdrawal %: ledger transaction % is not its reserve of % + % on user:%:withdrawals',
+      p_id, p_reserve_transaction_id, p_amount_minor, p_fee_max_minor, p_user_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+
+  INSERT INTO withdrawals (id, user_id, request_key, fingerprint, requested_by, chain,
+                           asset_code, token, destination, amount_minor, fee_max_minor,
+                           fee_minor, chain_amount, approvals_required, state, state_reason,
+                           reserve_transaction_id, reserve_posting_id, requested_at,
+                           state_changed_at)
+  VALUES (p_id, p_user_id, p_request_key, p_fingerprint, p_requested_by, p_chain, p_asset_code,
+          p_token, p_destination, p_amount_minor, p_fee_max_minor, p_fee_minor, p_chain_amount,
+          p_approvals_required, p_state, p_reason, p_reserve_transaction_id, v_posting, p_at, p_at)
+  ON CONFLICT (user_id, request_key) DO NOTHING
+  RETURNING * INTO w;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'withdrawal key % of user % raced', p_request_key, p_user_id
+      USING ERRCODE = 'serialization_failure';
+  END IF;
+
+  INSERT INTO withdrawal_events (withdrawal_id, from_state, to_state, event, reason, evidence,
+                                 actor, ledger_transaction_id, occurred_at)
+  VALUES (p_id, 'requested', p_state, p_event, p_reason, coalesce(p_evidence, '{}'::jsonb),
+          p_actor, p_reserve_transaction_id, p_at)
+  RETURNING * INTO e;
+
+  PERFORM outbox_withdrawal_event_write(w, e, NULL);
+  RETURN v_posting;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) OWNER TO custody_withdrawal_writer;
+
+--
+-- Name: FUNCTION withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint); Type: COMMENT; Schema: public; Owner: custody_withdrawal_writer
+--
+
+COMMENT ON FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) IS 'Last statement of a reserve: insert the withdrawal in its reserved state, its history row (requested -> p_state) and that row''s outbox event, after checking that p_reserve_transaction_id is its reserve; returns the reserve posting id (the posting that the settle or release closes). Runs as custody_withdrawal_writer.';
+
+
+--
+-- Name: account_balances; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.account_balances (
+    account_id bigint NOT NULL,
+    asset_id integer NOT NULL,
+    balance public.money128 DEFAULT 0 NOT NULL,
+    version bigint DEFAULT 0 NOT NULL,
+    debits_must_not_exceed_credits boolean NOT NULL,
+    credits_must_not_exceed_debits boolean NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT account_balances_check CHECK (((NOT debits_must_not_exceed_credits) OR ((balance)::numeric <= (0)::numeric))),
+    CONSTRAINT account_balances_check1 CHECK (((NOT credits_must_not_exceed_debits) OR ((balance)::numeric >= (0)::numeric))),
+    CONSTRAINT account_balances_version_check CHECK ((version >= 0))
+);
+
+
+ALTER TABLE public.account_balances OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE account_balances; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.account_balances IS 'Projection of the postings (a cache), updated in the same transaction as the postings.';
+
+
+--
+-- Name: COLUMN account_balances.balance; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.account_balances.balance IS 'Sum of the postings: debit positive.';
+
+
+--
+-- Name: COLUMN account_balances.version; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.account_balances.version IS 'Number of ledger transactions that touched it.';
+
+
+--
+-- Name: accounts; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.accounts (
+    id bigint NOT NULL,
+    code text NOT NULL,
+    asset_id integer NOT NULL,
+    type text NOT NULL,
+    debits_must_not_exceed_credits boolean DEFAULT false NOT NULL,
+    credits_must_not_exceed_debits boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT accounts_check CHECK ((NOT (debits_must_not_exceed_credits AND credits_must_not_exceed_debits))),
+    CONSTRAINT accounts_code_check CHECK (((length(code) >= 1) AND (length(code) <= 200))),
+    CONSTRAINT accounts_type_check CHECK ((type = ANY (ARRAY['asset'::text, 'liability'::text, 'equity'::text, 'revenue'::text, 'expense'::text])))
+);
+
+
+ALTER TABLE public.accounts OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE accounts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.accounts IS 'Chart of accounts, one row per (code, asset); immutable.';
+
+
+--
+-- Name: accounts_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.accounts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.accounts_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: accounts_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.accounts_id_seq OWNED BY public.accounts.id;
+
+
+--
+-- Name: alembic_version; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.alembic_version (
+    version_num character varying(32) NOT NULL
+);
+
+
+ALTER TABLE public.alembic_version OWNER TO CURRENT_USER;
+
+--
+-- Name: api_audit; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.api_audit (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    actor text NOT NULL,
+    client_id bigint NOT NULL,
+    key_prefix text NOT NULL,
+    scope text NOT NULL,
+    action text NOT NULL,
+    target text NOT NULL,
+    request_id text NOT NULL,
+    status smallint NOT NULL,
+    details jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+
+ALTER TABLE public.api_audit OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_audit; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_audit IS 'Append-only audit trail: one row per admin or approver action (who, what, when, which request, the HTTP status it got).';
+
+
+--
+-- Name: api_audit_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.api_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.api_audit_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: api_audit_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.api_audit_id_seq OWNED BY public.api_audit.id;
+
+
+--
+-- Name: api_clients; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.api_clients (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT api_clients_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$'::text))
+);
+
+
+ALTER TABLE public.api_clients OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_clients; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_clients IS 'Principals of the API: an exchange backend (scope client) or a person or team (support, admin, approver). The name is the actor recorded in histories and the audit trail.';
+
+
+--
+-- Name: api_clients_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.api_clients_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.api_clients_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: api_clients_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.api_clients_id_seq OWNED BY public.api_clients.id;
+
+
+--
+-- Name: api_idempotency; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.api_idempotency (
+    client_id bigint NOT NULL,
+    operation text NOT NULL,
+    key text NOT NULL,
+    fingerprint text NOT NULL,
+    state text NOT NULL,
+    response_status smallint,
+    response_body text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT api_idempotency_check CHECK (((state = 'completed'::text) = ((response_status IS NOT NULL) AND (response_body IS NOT NULL)))),
+    CONSTRAINT api_idempotency_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT api_idempotency_key_check CHECK (((length(key) >= 1) AND (length(key) <= 200))),
+    CONSTRAINT api_idempotency_operation_check CHECK (((length(operation) >= 1) AND (length(operation) <= 64))),
+    CONSTRAINT api_idempotency_response_status_check CHECK (((response_status >= 200) AND (response_status <= 599))),
+    CONSTRAINT api_idempotency_state_check CHECK ((state = ANY (ARRAY['in_progress'::text, 'completed'::text])))
+);
+
+
+ALTER TABLE public.api_idempotency OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_idempotency; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_idempotency IS 'Idempotency-Key records of money-moving requests, per client and operation: the request fingerprint, in_progress while the first request runs, then its response. Kept at least 24 hours (the delete guard refuses younger completed rows).';
+
+
+--
+-- Name: COLUMN api_idempotency.fingerprint; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_idempotency.fingerprint IS 'SHA-256 of the operation, target and body.';
+
+
+--
+-- Name: COLUMN api_idempotency.updated_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_idempotency.updated_at IS 'Last claim: a stale in_progress row may be taken over.';
+
+
+--
+-- Name: api_keys; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.api_keys (
+    id bigint NOT NULL,
+    client_id bigint NOT NULL,
+    prefix text NOT NULL,
+    secret_sha256 text NOT NULL,
+    scope text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT api_keys_prefix_check CHECK ((prefix ~ '^[0-9a-f]{12}$'::text)),
+    CONSTRAINT api_keys_scope_check CHECK ((scope = ANY (ARRAY['client'::text, 'support'::text, 'admin'::text, 'approver'::text]))),
+    CONSTRAINT api_keys_secret_sha256_check CHECK ((secret_sha256 ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.api_keys OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_keys; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_keys IS 'API keys: the public prefix finds the row, the SHA-256 of the secret part proves the key. The key itself is shown once and never stored.';
+
+
+--
+-- Name: COLUMN api_keys.prefix; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_keys.prefix IS 'Public part of the key (also shown in the audit trail).';
+
+
+--
+-- Name: COLUMN api_keys.secret_sha256; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_keys.secret_sha256 IS 'SHA-256 (hex) of the 256-bit random secret part.';
+
+
+--
+-- Name: api_keys_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.api_keys_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.api_keys_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: api_keys_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.api_keys_id_seq OWNED BY public.api_keys.id;
+
+
+--
+-- Name: api_rate_windows; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNLOGGED TABLE public.api_rate_windows (
+    key_id bigint NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    requests integer NOT NULL,
+    slot integer DEFAULT 0 NOT NULL,
+    CONSTRAINT api_rate_windows_requests_check CHECK ((requests >= 1))
+);
+
+
+ALTER TABLE public.api_rate_windows OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_rate_windows; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_rate_windows IS 'Fixed-window request counters per API key: a row per database session, summed per request.';
+
+
+--
+-- Name: api_users; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.api_users (
+    id text NOT NULL,
+    client_id bigint NOT NULL,
+    reference text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT api_users_id_check CHECK ((id ~ '^[A-Za-z0-9_.-]{1,100}$'::text)),
+    CONSTRAINT api_users_reference_check CHECK (((length(reference) >= 1) AND (length(reference) <= 200)))
+);
+
+
+ALTER TABLE public.api_users OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_users; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_users IS 'Users created through the API; a user belongs to the client that created it and is invisible to every other client.';
+
+
+--
+-- Name: COLUMN api_users.reference; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_users.reference IS 'The client''s own id for the user (optional).';
+
+
+--
+-- Name: assets; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.assets (
+    id integer NOT NULL,
+    code text NOT NULL,
+    scale smallint NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT assets_code_check CHECK ((code ~ '^[A-Z0-9][A-Z0-9._-]{0,31}$'::text)),
+    CONSTRAINT assets_scale_check CHECK (((scale >= 0) AND (scale <= 38)))
+);
+
+
+ALTER TABLE public.assets OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE assets; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.assets IS 'Ledger assets; scale = number of decimals of one minor unit.';
+
+
+--
+-- Name: assets_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.assets_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.assets_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: assets_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.assets_id_seq OWNED BY public.assets.id;
+
+
+--
+-- Name: balance_checkpoint_entries; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.balance_checkpoint_entries (
+    checkpoint_id integer NOT NULL,
+    account_id bigint NOT NULL,
+    balance public.money128 NOT NULL,
+    version bigint NOT NULL
+);
+
+
+ALTER TABLE public.balance_checkpoint_entries OWNER TO CURRENT_USER;
+
+--
+-- Name: balance_checkpoints; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.balance_checkpoints (
+    id integer NOT NULL,
+    through_posting_id bigint NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    verified boolean NOT NULL,
+    accounts_count integer NOT NULL,
+    digest text NOT NULL,
+    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.balance_checkpoints OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE balance_checkpoints; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.balance_checkpoints IS 'Balances of every account covering all postings with id <= through_posting_id; verified when the replay that produced it agreed with the stored balances.';
+
+
+--
+-- Name: balance_checkpoints_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.balance_checkpoints_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.balance_checkpoints_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: balance_checkpoints_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.balance_checkpoints_id_seq OWNED BY public.balance_checkpoints.id;
+
+
+--
+-- Name: deposit_addresses; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposit_addresses (
+    family text NOT NULL,
+    address text NOT NULL,
+    derivation_index integer NOT NULL,
+    user_id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT deposit_addresses_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT deposit_addresses_derivation_index_check CHECK ((derivation_index >= 0)),
+    CONSTRAINT deposit_addresses_family_check CHECK ((family ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT deposit_addresses_user_id_check CHECK (((length(user_id) >= 1) AND (length(user_id) <= 100)))
+);
+
+
+ALTER TABLE public.deposit_addresses OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE deposit_addresses; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.deposit_addresses IS 'Deposit address of each user per chain family (every chain of the family maps (chain, address) to the user through it); derived deterministically from derivation_index.';
+
+
+--
+-- Name: deposit_case_resolutions; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposit_case_resolutions (
+    case_id bigint NOT NULL,
+    reversal_transaction_id bigint,
+    resolved_by text NOT NULL,
+    reason text NOT NULL,
+    resolved_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT deposit_case_resolutions_reason_check CHECK ((length(reason) >= 1)),
+    CONSTRAINT deposit_case_resolutions_resolved_by_check CHECK (((length(resolved_by) >= 1) AND (length(resolved_by) <= 200)))
+);
+
+
+ALTER TABLE public.deposit_case_resolutions OWNER TO CURRENT_USER;
+
+--
+-- Name: deposit_cases; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposit_cases (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    deposit_id bigint NOT NULL,
+    ledger_transaction_id bigint,
+    expected jsonb NOT NULL,
+    observed jsonb NOT NULL,
+    opened_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT deposit_cases_kind_check CHECK ((kind = 'deep_reorg'::text))
+);
+
+
+ALTER TABLE public.deposit_cases OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE deposit_cases; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.deposit_cases IS 'Durable cases the watcher opened (a credited deposit whose block stopped being canonical). Open until a row in deposit_case_resolutions references it.';
+
+
+--
+-- Name: deposit_cases_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.deposit_cases_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.deposit_cases_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: deposit_cases_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.deposit_cases_id_seq OWNED BY public.deposit_cases.id;
+
+
+--
+-- Name: deposit_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposit_events (
+    id bigint NOT NULL,
+    deposit_id bigint NOT NULL,
+    chain text NOT NULL,
+    tx_hash text NOT NULL,
+    "position" text NOT NULL,
+    event text NOT NULL,
+    state text NOT NULL,
+    block_number bigint,
+    block_hash text,
+    confirmations integer,
+    rule text,
+    evidence jsonb DEFAULT '{}'::jsonb NOT NULL,
+    reason text,
+    ledger_transaction_id bigint,
+    inbox_event_id text,
+    observed_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT deposit_events_event_check CHECK ((event = ANY (ARRAY['transfer_ignored'::text, 'transfer_included'::text, 'confirmations_observed'::text, 'block_reorged_out'::text, 'transfer_reincluded'::text, 'finality_reached'::text, 'attested_for_user'::text, 'attested_for_suspense'::text, 'custody_record_disagreed'::text, 'conversion_inexact'::text, 'provider_completed_early'::text, 'nonce_consumed'::text]))),
+    CONSTRAINT deposit_events_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text])))
+);
+
+
+ALTER TABLE public.deposit_events OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE deposit_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.deposit_events IS 'Append-only deposit history: one row per observation of a deposit keyed by (chain, tx_hash, position); event is the fact observed, state the deposit''s state after it.';
+
+
+--
+-- Name: deposit_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.deposit_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.deposit_events_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: deposit_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.deposit_events_id_seq OWNED BY public.deposit_events.id;
+
+
+--
+-- Name: deposits; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposits (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    tx_hash text NOT NULL,
+    "position" text NOT NULL,
+    token text,
+    from_address text NOT NULL,
+    to_address text NOT NULL,
+    value numeric(78,0) NOT NULL,
+    tx_from text,
+    tx_nonce bigint,
+    user_id text,
+    asset_code text,
+    amount_minor public.money128,
+    booking text NOT NULL,
+    booking_reason text,
+    state text NOT NULL,
+    block_number bigint,
+    block_hash text,
+    confirmations integer,
+    last_event_id bigint NOT NULL,
+    ledger_transaction_id bigint,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT deposits_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT deposits_booking_check CHECK ((booking = ANY (ARRAY['user'::text, 'suspense'::text, 'review'::text, 'ignore'::text]))),
+    CONSTRAINT deposits_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
+    CONSTRAINT deposits_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text]))),
+    CONSTRAINT deposits_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT deposits_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text)),
+    CONSTRAINT deposits_value_check CHECK ((value >= (0)::numeric))
+);
+
+
+ALTER TABLE public.deposits OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE deposits; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.deposits IS 'One row per deposit key (chain, tx_hash, position): the immutable facts of the transfer and its current state, a projection of deposit_events updated in the same transaction.';
+
+
+--
+-- Name: COLUMN deposits."position"; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposits."position" IS 'log:<n>: index of the Transfer log in the receipt logs (never the block-wide logIndex); call:0: the transaction''s own top-level native value.';
+
+
+--
+-- Name: COLUMN deposits.value; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposits.value IS 'Exact on-chain amount (uint256) in the token''s units.';
+
+
+--
+-- Name: COLUMN deposits.amount_minor; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposits.amount_minor IS 'The value in the ledger asset''s minor units; NULL when not exactly representable.';
+
+
+--
+-- Name: COLUMN deposits.booking; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposits.booking IS 'Decided once at ingestion: credit the user, book to suspense, hold for review, or ignore.';
+
+
+--
+-- Name: deposits_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.deposits_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.deposits_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: deposits_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.deposits_id_seq OWNED BY public.deposits.id;
+
+
+--
+-- Name: hot_wallet_nonces; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.hot_wallet_nonces (
+    chain text NOT NULL,
+    address text NOT NULL,
+    next_nonce bigint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT hot_wallet_nonces_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT hot_wallet_nonces_next_nonce_check CHECK ((next_nonce >= 0))
+);
+
+
+ALTER TABLE public.hot_wallet_nonces OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE hot_wallet_nonces; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.hot_wallet_nonces IS 'Next nonce of each hot wallet; allocated under a row lock, never handed out twice.';
+
+
+--
+-- Name: job_runs; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.job_runs (
+    id bigint NOT NULL,
+    job text NOT NULL,
+    worker text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    detail text,
+    CONSTRAINT job_runs_check CHECK ((finished_at >= started_at)),
+    CONSTRAINT job_runs_job_check CHECK (((length(job) >= 1) AND (length(job) <= 200))),
+    CONSTRAINT job_runs_outcome_check CHECK ((outcome = ANY (ARRAY['ok'::text, 'error'::text]))),
+    CONSTRAINT job_runs_worker_check CHECK (((length(worker) >= 1) AND (length(worker) <= 200)))
+);
+
+
+ALTER TABLE public.job_runs OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE job_runs; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.job_runs IS 'Scheduler run log: which worker (host:pid) ran which job when, and how it ended; what operations read to see that reconciliation, delivery and the watchers are alive.';
+
+
+--
+-- Name: job_runs_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.job_runs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.job_runs_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: job_runs_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.job_runs_id_seq OWNED BY public.job_runs.id;
+
+
+--
+-- Name: ledger_period_approvals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_period_approvals (
+    proposal_id integer NOT NULL,
+    period_id integer NOT NULL,
+    approved_by text NOT NULL,
+    approved_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT ledger_period_approvals_approved_by_check CHECK (((length(approved_by) >= 1) AND (length(approved_by) <= 200)))
+);
+
+
+ALTER TABLE public.ledger_period_approvals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE ledger_period_approvals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.ledger_period_approvals IS 'The approval that closed a proposed period: by someone else than the proposer.';
+
+
+--
+-- Name: ledger_period_proposals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_period_proposals (
+    id integer NOT NULL,
+    ends_at timestamp with time zone NOT NULL,
+    reason text,
+    proposed_by text NOT NULL,
+    proposed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT ledger_period_proposals_proposed_by_check CHECK (((length(proposed_by) >= 1) AND (length(proposed_by) <= 200)))
+);
+
+
+ALTER TABLE public.ledger_period_proposals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE ledger_period_proposals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.ledger_period_proposals IS 'A proposed period close, waiting for a second person (ledger_period_approvals).';
+
+
+--
+-- Name: ledger_period_proposals_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_period_proposals_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_period_proposals_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_period_proposals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_period_proposals_id_seq OWNED BY public.ledger_period_proposals.id;
+
+
+--
+-- Name: ledger_periods; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_periods (
+    id integer NOT NULL,
+    ends_at timestamp with time zone NOT NULL,
+    closed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    closed_by text NOT NULL,
+    reason text,
+    CONSTRAINT ledger_periods_closed_by_check CHECK (((length(closed_by) >= 1) AND (length(closed_by) <= 200)))
+);
+
+
+ALTER TABLE public.ledger_periods OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE ledger_periods; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.ledger_periods IS 'Closed periods: everything effective before ends_at is closed as of closed_at.';
+
+
+--
+-- Name: ledger_periods_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_periods_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_periods_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_periods_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_periods_id_seq OWNED BY public.ledger_periods.id;
+
+
+--
+-- Name: ledger_postings; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_postings (
+    id bigint NOT NULL,
+    transaction_id bigint NOT NULL,
+    line_no smallint NOT NULL,
+    account_id bigint NOT NULL,
+    asset_id integer NOT NULL,
+    amount public.money128 NOT NULL,
+    closes_posting_id bigint,
+    reverses_posting_id bigint,
+    CONSTRAINT ledger_postings_amount_check CHECK (((amount)::numeric <> (0)::numeric)),
+    CONSTRAINT ledger_postings_line_no_check CHECK ((line_no >= 1))
+);
+
+
+ALTER TABLE public.ledger_postings OWNER TO CURRENT_USER;
+
+--
+-- Name: COLUMN ledger_postings.amount; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_postings.amount IS 'Signed minor units: debit positive, credit negative.';
+
+
+--
+-- Name: ledger_postings_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_postings_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_postings_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_postings_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_postings_id_seq OWNED BY public.ledger_postings.id;
+
+
+--
+-- Name: ledger_transactions; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_transactions (
+    id bigint NOT NULL,
+    idempotency_key text NOT NULL,
+    fingerprint text NOT NULL,
+    kind text NOT NULL,
+    reference text,
+    effective_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    reason text,
+    source text NOT NULL,
+    reverses_transaction_id bigint,
+    out_of_period boolean DEFAULT false NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT ledger_transactions_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_transactions_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200))),
+    CONSTRAINT ledger_transactions_kind_check CHECK (((length(kind) >= 1) AND (length(kind) <= 64))),
+    CONSTRAINT ledger_transactions_source_check CHECK (((length(source) >= 1) AND (length(source) <= 200)))
+);
+
+
+ALTER TABLE public.ledger_transactions OWNER TO CURRENT_USER;
+
+--
+-- Name: COLUMN ledger_transactions.recorded_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_transactions.recorded_at IS 'When the ledger learned it; set by the database at insert, never by the caller.';
+
+
+--
+-- Name: COLUMN ledger_transactions.out_of_period; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_transactions.out_of_period IS 'An explicit adjustment whose effective time falls in a closed period.';
+
+
+--
+-- Name: ledger_transactions_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_transactions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_transactions_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_transactions_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_transactions_id_seq OWNED BY public.ledger_transactions.id;
+
+
+--
+-- Name: outbox_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.outbox_events (
+    id bigint NOT NULL,
+    event_id text NOT NULL,
+    type text NOT NULL,
+    client_id bigint,
+    user_id text,
+    subject text NOT NULL,
+    payload jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT outbox_events_event_id_check CHECK ((event_id ~ '^evt_[a-z0-9_]{1,120}$'::text)),
+    CONSTRAINT outbox_events_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert)\.[a-z_]{1,40}$'::text))
+);
+
+
+ALTER TABLE public.outbox_events OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE outbox_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.outbox_events IS 'Append-only outbox: one row per event, written in the transaction of the change it describes; delivered later, at least once, by the delivery job.';
+
+
+--
+-- Name: COLUMN outbox_events.event_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.event_id IS 'Stable id sent with every delivery (dedupe key).';
+
+
+--
+-- Name: COLUMN outbox_events.client_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.client_id IS 'The client owning the user (api_users), NULL when no client owns it (then undelivered, except alerts, which go to alert endpoints).';
+
+
+--
+-- Name: COLUMN outbox_events.subject; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.subject IS 'What it is about: deposit:<id>, withdrawal:<id>, ...';
+
+
+--
+-- Name: COLUMN outbox_events.payload; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.payload IS 'The event data; amounts are strings.';
+
+
+--
+-- Name: outbox_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.outbox_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.outbox_events_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.outbox_events_id_seq OWNED BY public.outbox_events.id;
+
+
+--
+-- Name: provider_inbox; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_inbox (
+    event_id text NOT NULL,
+    provider text NOT NULL,
+    chain text NOT NULL,
+    tx_hash text NOT NULL,
+    "position" text NOT NULL,
+    status text NOT NULL,
+    to_address text NOT NULL,
+    asset_code text NOT NULL,
+    amount_minor numeric(78,0) NOT NULL,
+    payload jsonb NOT NULL,
+    received_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT provider_inbox_event_id_check CHECK (((length(event_id) >= 1) AND (length(event_id) <= 200)))
+);
+
+
+ALTER TABLE public.provider_inbox OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_inbox; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_inbox IS 'Custody provider notifications, stored with their unique event id before processing.';
+
+
+--
+-- Name: schema_definitions; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.schema_definitions (
+    path text NOT NULL,
+    sha256 text NOT NULL,
+    applied_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT schema_definitions_path_check CHECK ((path ~ '^(functions|triggers|views)/[a-z0-9_]+\.sql$'::text)),
+    CONSTRAINT schema_definitions_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.schema_definitions OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE schema_definitions; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.schema_definitions IS 'The definition files (sql/functions, sql/triggers, sql/views) as last applied: a file whose hash differs from its row is applied again by the next upgrade.';
+
+
+--
+-- Name: watcher_cursors; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.watcher_cursors (
+    chain text NOT NULL,
+    recent jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT watcher_cursors_recent_check CHECK ((jsonb_typeof(recent) = 'array'::text))
+);
+
+
+ALTER TABLE public.watcher_cursors OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE watcher_cursors; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.watcher_cursors IS 'Recent [height, hash] pairs the watcher accepted per chain, ascending; the last is the tip.';
+
+
+--
+-- Name: webhook_attempts; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.webhook_attempts (
+    id bigint NOT NULL,
+    delivery_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    outcome text NOT NULL,
+    status_code smallint,
+    error text,
+    duration_ms integer,
+    next_attempt_at timestamp with time zone,
+    actor text DEFAULT 'worker'::text NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT webhook_attempts_attempt_no_check CHECK ((attempt_no >= 0)),
+    CONSTRAINT webhook_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['delivered'::text, 'retry'::text, 'failed'::text, 'replayed'::text])))
+);
+
+
+ALTER TABLE public.webhook_attempts OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE webhook_attempts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.webhook_attempts IS 'Append-only delivery log: every attempt (HTTP status or error, duration, when the next one is due) and every replay (who asked).';
+
+
+--
+-- Name: webhook_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.webhook_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.webhook_attempts_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: webhook_attempts_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.webhook_attempts_id_seq OWNED BY public.webhook_attempts.id;
+
+
+--
+-- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.webhook_deliveries (
+    id bigint NOT NULL,
+    event_id bigint NOT NULL,
+    endpoint_id bigint NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone NOT NULL,
+    first_attempt_at timestamp with time zone,
+    last_status smallint,
+    last_error text,
+    delivered_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT webhook_deliveries_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT webhook_deliveries_check CHECK (((state = 'delivered'::text) = (delivered_at IS NOT NULL))),
+    CONSTRAINT webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+);
+
+
+ALTER TABLE public.webhook_deliveries OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE webhook_deliveries; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.webhook_deliveries IS 'One delivery of an event to an endpoint: pending (due at next_attempt_at; a claim moves it a lease ahead), delivered (a 2xx answer) or failed (retries exhausted; replay revives it).';
+
+
+--
+-- Name: COLUMN webhook_deliveries.attempts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.webhook_deliveries.attempts IS 'Attempts since creation or the last replay.';
+
+
+--
+-- Name: webhook_deliveries_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.webhook_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.webhook_deliveries_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: webhook_deliveries_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.webhook_deliveries_id_seq OWNED BY public.webhook_deliveries.id;
+
+
+--
+-- Name: webhook_endpoints; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.webhook_endpoints (
+    id bigint NOT NULL,
+    client_id bigint NOT NULL,
+    url text NOT NULL,
+    secret text NOT NULL,
+    alerts boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    disabled_at timestamp with time zone,
+    CONSTRAINT webhook_endpoints_secret_check CHECK (((length(secret) >= 32) AND (length(secret) <= 200))),
+    CONSTRAINT webhook_endpoints_url_check CHECK (((url ~ '^https?://[^[:space:]]+$'::text) AND (length(url) <= 2000)))
+);
+
+
+ALTER TABLE public.webhook_endpoints OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE webhook_endpoints; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.webhook_endpoints IS 'Where each API client receives its events (one URL per client) and the secret its deliveries are signed with (HMAC-SHA256 over timestamp and body).';
+
+
+--
+-- Name: COLUMN webhook_endpoints.secret; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.webhook_endpoints.secret IS 'Signing secret shared with the client; needed in clear to sign, so only the application role may read it.';
+
+
+--
+-- Name: COLUMN webhook_endpoints.alerts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.webhook_endpoints.alerts IS 'Also receive alert.* events (operators): alerts that concern no client go only here.';
+
+
+--
+-- Name: webhook_endpoints_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.webhook_endpoints_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.webhook_endpoints_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: webhook_endpoints_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.webhook_endpoints_id_seq OWNED BY public.webhook_endpoints.id;
+
+
+--
+-- Name: withdrawal_attempts; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_attempts (
+    id bigint NOT NULL,
+    withdrawal_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    purpose text DEFAULT 'payout'::text NOT NULL,
+    chain text NOT NULL,
+    hot_wallet text NOT NULL,
+    nonce bigint NOT NULL,
+    tx_hash text NOT NULL,
+    raw_tx text NOT NULL,
+    max_fee_per_gas numeric(78,0) NOT NULL,
+    max_priority_fee_per_gas numeric(78,0) NOT NULL,
+    gas_limit bigint NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT withdrawal_attempts_attempt_no_check CHECK ((attempt_no >= 1)),
+    CONSTRAINT withdrawal_attempts_gas_limit_check CHECK ((gas_limit > 0)),
+    CONSTRAINT withdrawal_attempts_hot_wallet_check CHECK ((hot_wallet ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT withdrawal_attempts_max_fee_per_gas_check CHECK ((max_fee_per_gas > (0)::numeric)),
+    CONSTRAINT withdrawal_attempts_max_priority_fee_per_gas_check CHECK ((max_priority_fee_per_gas >= (0)::numeric)),
+    CONSTRAINT withdrawal_attempts_nonce_check CHECK ((nonce >= 0)),
+    CONSTRAINT withdrawal_attempts_purpose_check CHECK ((purpose = ANY (ARRAY['payout'::text, 'cancel'::text]))),
+    CONSTRAINT withdrawal_attempts_raw_tx_check CHECK ((raw_tx ~ '^0x[0-9a-f]+$'::text)),
+    CONSTRAINT withdrawal_attempts_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.withdrawal_attempts OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_attempts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_attempts IS 'Signed broadcast attempts, recorded and committed before they are sent. All attempts of a withdrawal share its nonce. purpose = cancel: a zero-value transfer from the hot wallet to itself that consumes the nonce of a withdrawal written off as not sent.';
+
+
+--
+-- Name: withdrawal_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_attempts_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_attempts_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_attempts_id_seq OWNED BY public.withdrawal_attempts.id;
+
+
+--
+-- Name: withdrawal_decisions; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_decisions (
+    id bigint NOT NULL,
+    withdrawal_id bigint NOT NULL,
+    kind text NOT NULL,
+    decision text NOT NULL,
+    actor text NOT NULL,
+    reason text,
+    decided_at timestamp with time zone NOT NULL,
+    CONSTRAINT withdrawal_decisions_actor_check CHECK (((length(actor) >= 1) AND (length(actor) <= 200))),
+    CONSTRAINT withdrawal_decisions_check CHECK (((kind <> 'write_off'::text) OR ((decision = ANY (ARRAY['sent'::text, 'not_sent'::text])) AND (length(reason) > 0)))),
+    CONSTRAINT withdrawal_decisions_decision_check CHECK ((decision = ANY (ARRAY['approve'::text, 'reject'::text, 'sent'::text, 'not_sent'::text]))),
+    CONSTRAINT withdrawal_decisions_kind_check CHECK ((kind = ANY (ARRAY['approval'::text, 'write_off'::text])))
+);
+
+
+ALTER TABLE public.withdrawal_decisions OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_decisions; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_decisions IS 'Approvals and write-off votes; one per person and kind (a second vote is refused).';
+
+
+--
+-- Name: withdrawal_decisions_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_decisions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_decisions_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_decisions_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_decisions_id_seq OWNED BY public.withdrawal_decisions.id;
+
+
+--
+-- Name: withdrawal_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_events_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_events_id_seq OWNED BY public.withdrawal_events.id;
+
+
+--
+-- Name: withdrawal_returns; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_returns (
+    id bigint NOT NULL,
+    withdrawal_id bigint NOT NULL,
+    chain text NOT NULL,
+    tx_hash text NOT NULL,
+    "position" text NOT NULL,
+    amount_minor public.money128 NOT NULL,
+    arrived_at timestamp with time zone NOT NULL,
+    booked_to text NOT NULL,
+    ledger_transaction_id bigint,
+    linked_by text NOT NULL,
+    reason text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT withdrawal_returns_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT withdrawal_returns_booked_to_check CHECK ((booked_to = ANY (ARRAY['suspense'::text, 'user'::text]))),
+    CONSTRAINT withdrawal_returns_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
+    CONSTRAINT withdrawal_returns_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.withdrawal_returns OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_returns; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_returns IS 'Returned payouts: an incoming transfer (deposit key) linked to the payout it returns.';
+
+
+--
+-- Name: withdrawal_returns_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_returns_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_returns_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_returns_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_returns_id_seq OWNED BY public.withdrawal_returns.id;
+
+
+--
+-- Name: withdrawals_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawals_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawals_id_seq OWNED BY public.withdrawals.id;
+
+
+--
+-- Name: accounts id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.accounts ALTER COLUMN id SET DEFAULT nextval('public.accounts_id_seq'::regclass);
+
+
+--
+-- Name: api_audit id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_audit ALTER COLUMN id SET DEFAULT nextval('public.api_audit_id_seq'::regclass);
+
+
+--
+-- Name: api_clients id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_clients ALTER COLUMN id SET DEFAULT nextval('public.api_clients_id_seq'::regclass);
+
+
+--
+-- Name: api_keys id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_keys ALTER COLUMN id SET DEFAULT nextval('public.api_keys_id_seq'::regclass);
+
+
+--
+-- Name: assets id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.assets ALTER COLUMN id SET DEFAULT nextval('public.assets_id_seq'::regclass);
+
+
+--
+-- Name: balance_checkpoints id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoints ALTER COLUMN id SET DEFAULT nextval('public.balance_checkpoints_id_seq'::regclass);
+
+
+--
+-- Name: deposit_cases id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases ALTER COLUMN id SET DEFAULT nextval('public.deposit_cases_id_seq'::regclass);
+
+
+--
+-- Name: deposit_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_events ALTER COLUMN id SET DEFAULT nextval('public.deposit_events_id_seq'::regclass);
+
+
+--
+-- Name: deposits id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposits ALTER COLUMN id SET DEFAULT nextval('public.deposits_id_seq'::regclass);
+
+
+--
+-- Name: job_runs id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.job_runs ALTER COLUMN id SET DEFAULT nextval('public.job_runs_id_seq'::regclass);
+
+
+--
+-- Name: ledger_period_proposals id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_period_proposals ALTER COLUMN id SET DEFAULT nextval('public.ledger_period_proposals_id_seq'::regclass);
+
+
+--
+-- Name: ledger_periods id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_periods ALTER COLUMN id SET DEFAULT nextval('public.ledger_periods_id_seq'::regclass);
+
+
+--
+-- Name: ledger_postings id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_postings ALTER COLUMN id SET DEFAULT nextval('public.ledger_postings_id_seq'::regclass);
+
+
+--
+-- Name: ledger_transactions id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_transactions ALTER COLUMN id SET DEFAULT nextval('public.ledger_transactions_id_seq'::regclass);
+
+
+--
+-- Name: outbox_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outbox_events ALTER COLUMN id SET DEFAULT nextval('public.outbox_events_id_seq'::regclass);
+
+
+--
+-- Name: webhook_attempts id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_attempts ALTER COLUMN id SET DEFAULT nextval('public.webhook_attempts_id_seq'::regclass);
+
+
+--
+-- Name: webhook_deliveries id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_deliveries ALTER COLUMN id SET DEFAULT nextval('public.webhook_deliveries_id_seq'::regclass);
+
+
+--
+-- Name: webhook_endpoints id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_endpoints ALTER COLUMN id SET DEFAULT nextval('public.webhook_endpoints_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_attempts id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_attempts ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_attempts_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_decisions id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_decisions ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_decisions_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_events ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_events_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_returns id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_returns ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_returns_id_seq'::regclass);
+
+
+--
+-- Name: withdrawals id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawals ALTER COLUMN id SET DEFAULT nextval('public.withdrawals_id_seq'::regclass);
+
+
+--
+-- Name: account_balances account_balances_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.account_balances
+    ADD CONSTRAINT account_balances_pkey PRIMARY KEY (account_id);
+
+
+--
+-- Name: accounts accounts_code_asset_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.accounts
+    ADD CONSTRAINT accounts_code_asset_id_key UNIQUE (code, asset_id);
+
+
+--
+-- Name: accounts accounts_id_asset_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.accounts
+    ADD CONSTRAINT accounts_id_asset_id_key UNIQUE (id, asset_id);
+
+
+--
+-- Name: accounts accounts_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.accounts
+    ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: alembic_version alembic_version_pkc; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.alembic_version
+    ADD CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num);
+
+
+--
+-- Name: api_audit api_audit_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_audit
+    ADD CONSTRAINT api_audit_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: api_clients api_clients_name_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_clients
+    ADD CONSTRAINT api_clients_name_key UNIQUE (name);
+
+
+--
+-- Name: api_clients api_clients_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_clients
+    ADD CONSTRAINT api_clients_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: api_idempotency api_idempotency_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_idempotency
+    ADD CONSTRAINT api_idempotency_pkey PRIMARY KEY (client_id, operation, key);
+
+
+--
+-- Name: api_keys api_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: api_keys api_keys_prefix_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_keys
+    ADD CONSTRAINT api_keys_prefix_key UNIQUE (prefix);
+
+
+--
+-- Name: api_rate_windows api_rate_windows_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_rate_windows
+    ADD CONSTRAINT api_rate_windows_pkey PRIMARY KEY (key_id, window_start, slot);
+
+
+--
+-- Name: api_users api_users_client_id_reference_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_users
+    ADD CONSTRAINT api_users_client_id_reference_key UNIQUE (client_id, reference);
+
+
+--
+-- Name: api_users api_users_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_users
+    ADD CONSTRAINT api_users_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: assets assets_code_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_code_key UNIQUE (code);
+
+
+--
+-- Name: assets assets_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: balance_checkpoint_entries balance_checkpoint_entries_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoint_entries
+    ADD CONSTRAINT balance_checkpoint_entries_pkey PRIMARY KEY (checkpoint_id, account_id);
+
+
+--
+-- Name: balance_checkpoints balance_checkpoints_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoints
+    ADD CONSTRAINT balance_checkpoints_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: deposit_addresses deposit_addresses_family_derivation_index_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_addresses
+    ADD CONSTRAINT deposit_addresses_family_derivation_index_key UNIQUE (family, derivation_index);
+
+
+--
+-- Name: deposit_addresses deposit_addresses_family_user_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_addresses
+    ADD CONSTRAINT deposit_addresses_family_user_id_key UNIQUE (family, user_id);
+
+
+--
+-- Name: deposit_addresses deposit_addresses_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_addresses
+    ADD CONSTRAINT deposit_addresses_pkey PRIMARY KEY (family, address);
+
+
+--
+-- Name: deposit_case_resolutions deposit_case_resolutions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_resolutions
+    ADD CONSTRAINT deposit_case_resolutions_pkey PRIMARY KEY (case_id);
+
+
+--
+-- Name: deposit_cases deposit_cases_kind_deposit_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases
+    ADD CONSTRAINT deposit_cases_kind_deposit_id_key UNIQUE (kind, deposit_id);
+
+
+--
+-- Name: deposit_cases deposit_cases_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases
+    ADD CONSTRAINT deposit_cases_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: deposit_events deposit_events_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_events
+    ADD CONSTRAINT deposit_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: deposits deposits_chain_tx_hash_position_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposits
+    ADD CONSTRAINT deposits_chain_tx_hash_position_key UNIQUE (chain, tx_hash, "position");
+
+
+--
+-- Name: deposits deposits_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposits
+    ADD CONSTRAINT deposits_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: hot_wallet_nonces hot_wallet_nonces_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.hot_wallet_nonces
+    ADD CONSTRAINT hot_wallet_nonces_pkey PRIMARY KEY (chain, address);
+
+
+--
+-- Name: job_runs job_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.job_runs
+    ADD CONSTRAINT job_runs_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_period_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_period_approvals
+    ADD CONSTRAINT ledger_period_approvals_period_id_key UNIQUE (period_id);
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_period_approvals
+    ADD CONSTRAINT ledger_period_approvals_pkey PRIMARY KEY (proposal_id);
+
+
+--
+-- Name: ledger_period_proposals ledger_period_proposals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_period_proposals
+    ADD CONSTRAINT ledger_period_proposals_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_periods ledger_periods_ends_at_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_periods
+    ADD CONSTRAINT ledger_periods_ends_at_key UNIQUE (ends_at);
+
+
+--
+-- Name: ledger_periods ledger_periods_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_periods
+    ADD CONSTRAINT ledger_periods_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_postings ledger_postings_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_postings
+    ADD CONSTRAINT ledger_postings_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_postings ledger_postings_transaction_id_line_no_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_postings
+    ADD CONSTRAINT ledger_postings_transaction_id_line_no_key UNIQUE (transaction_id, line_no);
+
+
+--
+-- Name: ledger_transactions ledger_transactions_idempotency_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_transactions
+    ADD CONSTRAINT ledger_transactions_idempotency_key_key UNIQUE (idempotency_key);
+
+
+--
+-- Name: ledger_transactions ledger_transactions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_transactions
+    ADD CONSTRAINT ledger_transactions_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: outbox_events outbox_events_event_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outbox_events
+    ADD CONSTRAINT outbox_events_event_id_key UNIQUE (event_id);
+
+
+--
+-- Name: outbox_events outbox_events_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outbox_events
+    ADD CONSTRAINT outbox_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_inbox provider_inbox_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_inbox
+    ADD CONSTRAINT provider_inbox_pkey PRIMARY KEY (event_id);
+
+
+--
+-- Name: schema_definitions schema_definitions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.schema_definitions
+    ADD CONSTRAINT schema_definitions_pkey PRIMARY KEY (path);
+
+
+--
+-- Name: watcher_cursors watcher_cursors_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.watcher_cursors
+    ADD CONSTRAINT watcher_cursors_pkey PRIMARY KEY (chain);
+
+
+--
+-- Name: webhook_attempts webhook_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_attempts
+    ADD CONSTRAINT webhook_attempts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_event_id_endpoint_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_event_id_endpoint_id_key UNIQUE (event_id, endpoint_id);
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: webhook_endpoints webhook_endpoints_client_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_client_id_key UNIQUE (client_id);
+
+
+--
+-- Name: webhook_endpoints webhook_endpoints_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawal_attempts withdrawal_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_attempts
+    ADD CONSTRAINT withdrawal_attempts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawal_attempts withdrawal_attempts_tx_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_attempts
+    ADD CONSTRAINT withdrawal_attempts_tx_hash_key UNIQUE (tx_hash);
+
+
+--
+-- Name: withdrawal_attempts withdrawal_attempts_withdrawal_id_attempt_no_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_attempts
+    ADD CONSTRAINT withdrawal_attempts_withdrawal_id_attempt_no_key UNIQUE (withdrawal_id, attempt_no);
+
+
+--
+-- Name: withdrawal_decisions withdrawal_decisions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_decisions
+    ADD CONSTRAINT withdrawal_decisions_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawal_decisions withdrawal_decisions_withdrawal_id_kind_actor_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_decisions
+    ADD CONSTRAINT withdrawal_decisions_withdrawal_id_kind_actor_key UNIQUE (withdrawal_id, kind, actor);
+
+
+--
+-- Name: withdrawal_events withdrawal_events_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_events
+    ADD CONSTRAINT withdrawal_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawal_returns withdrawal_returns_chain_tx_hash_position_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_returns
+    ADD CONSTRAINT withdrawal_returns_chain_tx_hash_position_key UNIQUE (chain, tx_hash, "position");
+
+
+--
+-- Name: withdrawal_returns withdrawal_returns_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_returns
+    ADD CONSTRAINT withdrawal_returns_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawals withdrawals_chain_hot_wallet_nonce_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawals
+    ADD CONSTRAINT withdrawals_chain_hot_wallet_nonce_key UNIQUE (chain, hot_wallet, nonce);
+
+
+--
+-- Name: withdrawals withdrawals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawals
+    ADD CONSTRAINT withdrawals_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawals withdrawals_user_id_request_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawals
+    ADD CONSTRAINT withdrawals_user_id_request_key_key UNIQUE (user_id, request_key);
+
+
+--
+-- Name: api_idempotency_created_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX api_idempotency_created_idx ON public.api_idempotency USING btree (created_at);
+
+
+--
+-- Name: api_users_client_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX api_users_client_idx ON public.api_users USING btree (client_id, id);
+
+
+--
+-- Name: deposit_events_deposit_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX deposit_events_deposit_idx ON public.deposit_events USING btree (deposit_id, id);
+
+
+--
+-- Name: deposit_events_key_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX deposit_events_key_idx ON public.deposit_events USING btree (chain, tx_hash, "position", id);
+
+
+--
+-- Name: deposits_block_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX deposits_block_idx ON public.deposits USING btree (chain, block_number);
+
+
+--
+-- Name: deposits_open_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX deposits_open_idx ON public.deposits USING btree (chain, state) WHERE (state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text]));
+
+
+--
+-- Name: deposits_user_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX deposits_user_idx ON public.deposits USING btree (user_id, id);
+
+
+--
+-- Name: job_runs_job_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX job_runs_job_idx ON public.job_runs USING btree (job, started_at);
+
+
+--
+-- Name: ledger_postings_account_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_postings_account_idx ON public.ledger_postings USING btree (account_id, id);
+
+
+--
+-- Name: ledger_postings_closes_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_postings_closes_idx ON public.ledger_postings USING btree (closes_posting_id) WHERE (closes_posting_id IS NOT NULL);
+
+
+--
+-- Name: ledger_postings_reverses_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_postings_reverses_idx ON public.ledger_postings USING btree (reverses_posting_id) WHERE (reverses_posting_id IS NOT NULL);
+
+
+--
+-- Name: ledger_transactions_reference_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_transactions_reference_idx ON public.ledger_transactions USING btree (reference) WHERE (reference IS NOT NULL);
+
+
+--
+-- Name: ledger_transactions_reverses_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_transactions_reverses_idx ON public.ledger_transactions USING btree (reverses_transaction_id) WHERE (reverses_transaction_id IS NOT NULL);
+
+
+--
+-- Name: outbox_events_client_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX outbox_events_client_idx ON public.outbox_events USING btree (client_id, id);
+
+
+--
+-- Name: provider_inbox_key_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX provider_inbox_key_idx ON public.provider_inbox USING btree (chain, tx_hash, "position", received_at);
+
+
+--
+-- Name: webhook_attempts_delivery_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX webhook_attempts_delivery_idx ON public.webhook_attempts USING btree (delivery_id, id);
+
+
+--
+-- Name: webhook_deliveries_due_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: withdrawal_events_withdrawal_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawal_events_withdrawal_idx ON public.withdrawal_events USING btree (withdrawal_id, id);
+
+
+--
+-- Name: withdrawals_nonce_open_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawals_nonce_open_idx ON public.withdrawals USING btree (chain, id) WHERE ((state = 'written_off'::text) AND (nonce IS NOT NULL) AND (nonce_closed_at IS NULL));
+
+
+--
+-- Name: withdrawals_state_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawals_state_idx ON public.withdrawals USING btree (state, id) WHERE (state <> ALL (ARRAY['settled'::text, 'reverted'::text, 'released'::text, 'canceled'::text, 'rejected'::text, 'written_off'::text]));
+
+
+--
+-- Name: withdrawals_user_asset_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawals_user_asset_idx ON public.withdrawals USING btree (user_id, asset_code, requested_at);
+
+
+--
+-- Name: account_balances account_balances_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER account_balances_guard BEFORE INSERT ON public.account_balances FOR EACH ROW EXECUTE FUNCTION public.account_balances_guard();
+
+
+--
+-- Name: account_balances account_balances_immutable; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER account_balances_immutable BEFORE UPDATE OF account_id, asset_id, debits_must_not_exceed_credits, credits_must_not_exceed_debits ON public.account_balances FOR EACH ROW WHEN (((new.account_id IS DISTINCT FROM old.account_id) OR (new.asset_id IS DISTINCT FROM old.asset_id) OR (new.debits_must_not_exceed_credits IS DISTINCT FROM old.debits_must_not_exceed_credits) OR (new.credits_must_not_exceed_debits IS DISTINCT FROM old.credits_must_not_exceed_debits))) EXECUTE FUNCTION public.account_balances_guard();
+
+
+--
+-- Name: accounts accounts_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER accounts_append_only BEFORE DELETE OR UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: accounts accounts_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER accounts_no_truncate BEFORE TRUNCATE ON public.accounts FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: accounts accounts_open_balance; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER accounts_open_balance AFTER INSERT ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.accounts_open_balance();
+
+
+--
+-- Name: api_audit api_audit_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_audit_append_only BEFORE DELETE OR UPDATE ON public.api_audit FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: api_audit api_audit_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_audit_no_truncate BEFORE TRUNCATE ON public.api_audit FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: api_idempotency api_idempotency_keep_24h; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_idempotency_keep_24h BEFORE DELETE ON public.api_idempotency FOR EACH ROW EXECUTE FUNCTION public.api_idempotency_guard();
+
+
+--
+-- Name: assets assets_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER assets_append_only BEFORE DELETE OR UPDATE ON public.assets FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: assets assets_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER assets_no_truncate BEFORE TRUNCATE ON public.assets FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: balance_checkpoint_entries balance_checkpoint_entries_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER balance_checkpoint_entries_append_only BEFORE DELETE OR UPDATE ON public.balance_checkpoint_entries FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: balance_checkpoint_entries balance_checkpoint_entries_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER balance_checkpoint_entries_no_truncate BEFORE TRUNCATE ON public.balance_checkpoint_entries FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: balance_checkpoints balance_checkpoints_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER balance_checkpoints_append_only BEFORE DELETE OR UPDATE ON public.balance_checkpoints FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: balance_checkpoints balance_checkpoints_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER balance_checkpoints_no_truncate BEFORE TRUNCATE ON public.balance_checkpoints FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_case_resolutions deposit_case_resolutions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_resolutions_append_only BEFORE DELETE OR UPDATE ON public.deposit_case_resolutions FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_cases deposit_cases_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_cases_append_only BEFORE DELETE OR UPDATE ON public.deposit_cases FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_cases deposit_cases_outbox; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_cases_outbox AFTER INSERT ON public.deposit_cases FOR EACH ROW EXECUTE FUNCTION public.outbox_deposit_case();
+
+
+--
+-- Name: deposit_events deposit_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_events_append_only BEFORE DELETE OR UPDATE ON public.deposit_events FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_events deposit_events_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_events_no_truncate BEFORE TRUNCATE ON public.deposit_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_events deposit_events_outbox; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_events_outbox AFTER INSERT ON public.deposit_events FOR EACH ROW EXECUTE FUNCTION public.outbox_deposit_event();
+
+
+--
+-- Name: deposits deposits_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposits_guard BEFORE UPDATE ON public.deposits FOR EACH ROW EXECUTE FUNCTION public.deposits_guard();
+
+
+--
+-- Name: deposits deposits_no_delete; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposits_no_delete BEFORE DELETE ON public.deposits FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposits deposits_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposits_no_truncate BEFORE TRUNCATE ON public.deposits FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_period_approvals_append_only BEFORE DELETE OR UPDATE ON public.ledger_period_approvals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_check; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_period_approvals_check BEFORE INSERT ON public.ledger_period_approvals FOR EACH ROW EXECUTE FUNCTION public.ledger_period_approvals_check();
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_period_approvals_no_truncate BEFORE TRUNCATE ON public.ledger_period_approvals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_period_proposals ledger_period_proposals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_period_proposals_append_only BEFORE DELETE OR UPDATE ON public.ledger_period_proposals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_period_proposals ledger_period_proposals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_period_proposals_no_truncate BEFORE TRUNCATE ON public.ledger_period_proposals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_periods ledger_periods_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_periods_append_only BEFORE DELETE OR UPDATE ON public.ledger_periods FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_periods ledger_periods_before_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_periods_before_insert BEFORE INSERT ON public.ledger_periods FOR EACH ROW EXECUTE FUNCTION public.ledger_periods_before_insert();
+
+
+--
+-- Name: ledger_periods ledger_periods_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_periods_no_truncate BEFORE TRUNCATE ON public.ledger_periods FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_postings ledger_postings_after_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_postings_after_insert AFTER INSERT ON public.ledger_postings REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN ((CURRENT_USER <> 'custody_ledger_writer'::name)) EXECUTE FUNCTION public.ledger_postings_after_insert();
+
+
+--
+-- Name: ledger_postings ledger_postings_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_postings_append_only BEFORE DELETE OR UPDATE ON public.ledger_postings FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_postings ledger_postings_balanced; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE CONSTRAINT TRIGGER ledger_postings_balanced AFTER INSERT ON public.ledger_postings DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((CURRENT_USER <> 'custody_ledger_writer'::name)) EXECUTE FUNCTION public.ledger_postings_balanced();
+
+
+--
+-- Name: ledger_postings ledger_postings_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_postings_no_truncate BEFORE TRUNCATE ON public.ledger_postings FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_transactions ledger_transaction_balanced; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE CONSTRAINT TRIGGER ledger_transaction_balanced AFTER INSERT ON public.ledger_transactions DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((CURRENT_USER <> 'custody_ledger_writer'::name)) EXECUTE FUNCTION public.ledger_transaction_balanced();
+
+
+--
+-- Name: ledger_transactions ledger_transactions_after_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_transactions_after_insert AFTER INSERT ON public.ledger_transactions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN ((CURRENT_USER <> 'custody_ledger_writer'::name)) EXECUTE FUNCTION public.ledger_transactions_after_insert();
+
+
+--
+-- Name: ledger_transactions ledger_transactions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_transactions_append_only BEFORE DELETE OR UPDATE ON public.ledger_transactions FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_transactions ledger_transactions_before_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_transactions_before_insert BEFORE INSERT ON public.ledger_transactions FOR EACH ROW WHEN ((CURRENT_USER <> 'custody_ledger_writer'::name)) EXECUTE FUNCTION public.ledger_transactions_before_insert();
+
+
+--
+-- Name: ledger_transactions ledger_transactions_gate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_transactions_gate BEFORE INSERT ON public.ledger_transactions FOR EACH STATEMENT WHEN ((CURRENT_USER <> 'custody_ledger_writer'::name)) EXECUTE FUNCTION public.ledger_write_gate();
+
+
+--
+-- Name: ledger_transactions ledger_transactions_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_transactions_no_truncate BEFORE TRUNCATE ON public.ledger_transactions FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: outbox_events outbox_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER outbox_events_append_only BEFORE DELETE OR UPDATE ON public.outbox_events FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: outbox_events outbox_events_fan_out; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER outbox_events_fan_out AFTER INSERT ON public.outbox_events FOR EACH ROW WHEN (((new.client_id IS NOT NULL) OR (new.type ~~ 'alert.%'::text))) EXECUTE FUNCTION public.outbox_fan_out();
+
+
+--
+-- Name: outbox_events outbox_events_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER outbox_events_no_truncate BEFORE TRUNCATE ON public.outbox_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_inbox provider_inbox_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_inbox_append_only BEFORE DELETE OR UPDATE ON public.provider_inbox FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: webhook_attempts webhook_attempts_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER webhook_attempts_append_only BEFORE DELETE OR UPDATE ON public.webhook_attempts FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: webhook_attempts webhook_attempts_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER webhook_attempts_no_truncate BEFORE TRUNCATE ON public.webhook_attempts FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_attempts withdrawal_attempts_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_attempts_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_attempts FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_attempts withdrawal_attempts_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_attempts_no_truncate BEFORE TRUNCATE ON public.withdrawal_attempts FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_decisions withdrawal_decisions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_decisions_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_decisions FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_decisions withdrawal_decisions_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_decisions_no_truncate BEFORE TRUNCATE ON public.withdrawal_decisions FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_events withdrawal_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_events_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_events FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_events withdrawal_events_check_refs; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_events_check_refs AFTER INSERT ON public.withdrawal_events FOR EACH ROW WHEN ((CURRENT_USER <> 'custody_withdrawal_writer'::name)) EXECUTE FUNCTION public.withdrawal_refs_check();
+
+
+--
+-- Name: withdrawal_events withdrawal_events_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_events_no_truncate BEFORE TRUNCATE ON public.withdrawal_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_events withdrawal_events_outbox; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_events_outbox AFTER INSERT ON public.withdrawal_events FOR EACH ROW WHEN ((CURRENT_USER <> 'custody_withdrawal_writer'::name)) EXECUTE FUNCTION public.outbox_withdrawal_event();
+
+
+--
+-- Name: withdrawal_returns withdrawal_returns_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_returns_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_returns FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_returns withdrawal_returns_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_returns_no_truncate BEFORE TRUNCATE ON public.withdrawal_returns FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawals withdrawals_check_refs; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawals_check_refs AFTER INSERT OR UPDATE OF reserve_transaction_id, reserve_posting_id ON public.withdrawals FOR EACH ROW WHEN ((CURRENT_USER <> 'custody_withdrawal_writer'::name)) EXECUTE FUNCTION public.withdrawal_refs_check();
+
+
+--
+-- Name: withdrawals withdrawals_id_fixed; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawals_id_fixed BEFORE UPDATE OF id ON public.withdrawals FOR EACH ROW WHEN ((old.id IS DISTINCT FROM new.id)) EXECUTE FUNCTION public.withdrawal_refuse_id_change();
+
+
+--
+-- Name: withdrawals withdrawals_no_delete; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawals_no_delete BEFORE DELETE ON public.withdrawals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawals withdrawals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawals_no_truncate BEFORE TRUNCATE ON public.withdrawals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: account_balances account_balances_account_id_asset_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.account_balances
+    ADD CONSTRAINT account_balances_account_id_asset_id_fkey FOREIGN KEY (account_id, asset_id) REFERENCES public.accounts(id, asset_id);
+
+
+--
+-- Name: accounts accounts_asset_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.accounts
+    ADD CONSTRAINT accounts_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id);
+
+
+--
+-- Name: api_audit api_audit_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_audit
+    ADD CONSTRAINT api_audit_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: api_idempotency api_idempotency_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_idempotency
+    ADD CONSTRAINT api_idempotency_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: api_keys api_keys_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_keys
+    ADD CONSTRAINT api_keys_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: api_rate_windows api_rate_windows_key_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_rate_windows
+    ADD CONSTRAINT api_rate_windows_key_id_fkey FOREIGN KEY (key_id) REFERENCES public.api_keys(id);
+
+
+--
+-- Name: api_users api_users_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_users
+    ADD CONSTRAINT api_users_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: balance_checkpoint_entries balance_checkpoint_entries_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoint_entries
+    ADD CONSTRAINT balance_checkpoint_entries_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
+-- Name: balance_checkpoint_entries balance_checkpoint_entries_checkpoint_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoint_entries
+    ADD CONSTRAINT balance_checkpoint_entries_checkpoint_id_fkey FOREIGN KEY (checkpoint_id) REFERENCES public.balance_checkpoints(id);
+
+
+--
+-- Name: deposit_case_resolutions deposit_case_resolutions_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_resolutions
+    ADD CONSTRAINT deposit_case_resolutions_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.deposit_cases(id);
+
+
+--
+-- Name: deposit_case_resolutions deposit_case_resolutions_reversal_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_resolutions
+    ADD CONSTRAINT deposit_case_resolutions_reversal_transaction_id_fkey FOREIGN KEY (reversal_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: deposit_cases deposit_cases_deposit_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases
+    ADD CONSTRAINT deposit_cases_deposit_id_fkey FOREIGN KEY (deposit_id) REFERENCES public.deposits(id);
+
+
+--
+-- Name: deposit_cases deposit_cases_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases
+    ADD CONSTRAINT deposit_cases_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: deposit_events deposit_events_deposit_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_events
+    ADD CONSTRAINT deposit_events_deposit_id_fkey FOREIGN KEY (deposit_id) REFERENCES public.deposits(id);
+
+
+--
+-- Name: deposit_events deposit_events_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_events
+    ADD CONSTRAINT deposit_events_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: deposits deposits_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposits
+    ADD CONSTRAINT deposits_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_period_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_period_approvals
+    ADD CONSTRAINT ledger_period_approvals_period_id_fkey FOREIGN KEY (period_id) REFERENCES public.ledger_periods(id);
+
+
+--
+-- Name: ledger_period_approvals ledger_period_approvals_proposal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_period_approvals
+    ADD CONSTRAINT ledger_period_approvals_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES public.ledger_period_proposals(id);
+
+
+--
+-- Name: ledger_transactions ledger_transactions_reverses_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_transactions
+    ADD CONSTRAINT ledger_transactions_reverses_transaction_id_fkey FOREIGN KEY (reverses_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: outbox_events outbox_events_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outbox_events
+    ADD CONSTRAINT outbox_events_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: webhook_attempts webhook_attempts_delivery_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_attempts
+    ADD CONSTRAINT webhook_attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES public.webhook_deliveries(id);
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_endpoint_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.webhook_endpoints(id);
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_event_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES public.outbox_events(id);
+
+
+--
+-- Name: webhook_endpoints webhook_endpoints_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: withdrawal_attempts withdrawal_attempts_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_attempts
+    ADD CONSTRAINT withdrawal_attempts_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
+
+
+--
+-- Name: withdrawal_decisions withdrawal_decisions_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_decisions
+    ADD CONSTRAINT withdrawal_decisions_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
+
+
+--
+-- Name: withdrawal_returns withdrawal_returns_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_returns
+    ADD CONSTRAINT withdrawal_returns_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: withdrawal_returns withdrawal_returns_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_returns
+    ADD CONSTRAINT withdrawal_returns_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
+
+
+--
+-- Name: withdrawals withdrawals_closing_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawals
+    ADD CONSTRAINT withdrawals_closing_transaction_id_fkey FOREIGN KEY (closing_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: SCHEMA public; Type: ACL; Schema: -; Owner: pg_database_owner
+--
+
+GRANT USAGE ON SCHEMA public TO custody_app;
+GRANT USAGE ON SCHEMA public TO custody_ledger_writer;
+GRANT USAGE ON SCHEMA public TO custody_withdrawal_writer;
+
+
+--
+-- Name: FUNCTION ledger_post_arrays(i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamp with time zone[], i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[], i_lines integer[], l_acc bigint[], l_asset integer[], l_amt numeric[], l_closes bigint[], l_revs bigint[]); Type: ACL; Schema: public; Owner: custody_ledger_writer
+--
+
+REVOKE ALL ON FUNCTION public.ledger_post_arrays(i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamp with time zone[], i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[], i_lines integer[], l_acc bigint[], l_asset integer[], l_amt numeric[], l_closes bigint[], l_revs bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.ledger_post_arrays(i_key text[], i_fp text[], i_kind text[], i_ref text[], i_eff timestamp with time zone[], i_reason text[], i_source text[], i_rev bigint[], i_oop boolean[], i_meta jsonb[], i_lines integer[], l_acc bigint[], l_asset integer[], l_amt numeric[], l_closes bigint[], l_revs bigint[]) TO custody_app;
+
+
+--
+-- Name: FUNCTION ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]); Type: ACL; Schema: public; Owner: custody_ledger_writer
+--
+
+REVOKE ALL ON FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) TO custody_app;
+
+
+--
+-- Name: TABLE withdrawal_events; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_events TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.withdrawal_events TO custody_withdrawal_writer;
+
+
+--
+-- Name: TABLE withdrawals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.withdrawals TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.withdrawals TO custody_withdrawal_writer;
+
+
+--
+-- Name: FUNCTION withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean); Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+REVOKE ALL ON FUNCTION public.withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.withdrawal_reserve_open(p_user_id text, p_asset_code text, p_request_key text, p_since timestamp with time zone, p_wallet_code text, p_withdrawals_code text, OUT existing_id bigint, OUT withdrawal_id bigint, OUT used_minor numeric, OUT ledger_asset_id integer, OUT ledger_asset_scale integer, OUT wallet_id bigint, OUT wallet_type text, OUT wallet_dnec boolean, OUT wallet_cned boolean, OUT withdrawals_id bigint, OUT withdrawals_type text, OUT withdrawals_dnec boolean, OUT withdrawals_cned boolean) TO custody_app;
+
+
+--
+-- Name: FUNCTION withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint); Type: ACL; Schema: public; Owner: custody_withdrawal_writer
+--
+
+REVOKE ALL ON FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) TO custody_app;
+
+
+--
+-- Name: TABLE account_balances; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.account_balances TO custody_app;
+GRANT SELECT,UPDATE ON TABLE public.account_balances TO custody_ledger_writer;
+
+
+--
+-- Name: TABLE accounts; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.accounts TO custody_app;
+GRANT SELECT ON TABLE public.accounts TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE accounts_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.accounts_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE api_audit; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.api_audit TO custody_app;
+
+
+--
+-- Name: SEQUENCE api_audit_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.api_audit_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE api_clients; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.api_clients TO custody_app;
+
+
+--
+-- Name: SEQUENCE api_clients_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.api_clients_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE api_idempotency; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.api_idempotency TO custody_app;
+
+
+--
+-- Name: TABLE api_keys; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.api_keys TO custody_app;
+
+
+--
+-- Name: SEQUENCE api_keys_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.api_keys_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE api_rate_windows; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.api_rate_windows TO custody_app;
+
+
+--
+-- Name: TABLE api_users; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.api_users TO custody_app;
+GRANT SELECT ON TABLE public.api_users TO custody_withdrawal_writer;
+
+
+--
+-- Name: TABLE assets; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.assets TO custody_app;
+GRANT SELECT ON TABLE public.assets TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE assets_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.assets_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE balance_checkpoint_entries; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.balance_checkpoint_entries TO custody_app;
+
+
+--
+-- Name: TABLE balance_checkpoints; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.balance_checkpoints TO custody_app;
+
+
+--
+-- Name: SEQUENCE balance_checkpoints_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.balance_checkpoints_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE deposit_addresses; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.deposit_addresses TO custody_app;
+
+
+--
+-- Name: TABLE deposit_case_resolutions; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.deposit_case_resolutions TO custody_app;
+
+
+--
+-- Name: TABLE deposit_cases; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.deposit_cases TO custody_app;
+
+
+--
+-- Name: SEQUENCE deposit_cases_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.deposit_cases_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE deposit_events; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.deposit_events TO custody_app;
+
+
+--
+-- Name: SEQUENCE deposit_events_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.deposit_events_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE deposits; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.deposits TO custody_app;
+
+
+--
+-- Name: SEQUENCE deposits_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.deposits_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE hot_wallet_nonces; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.hot_wallet_nonces TO custody_app;
+
+
+--
+-- Name: TABLE job_runs; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.job_runs TO custody_app;
+
+
+--
+-- Name: SEQUENCE job_runs_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.job_runs_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE ledger_period_approvals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_period_approvals TO custody_app;
+
+
+--
+-- Name: TABLE ledger_period_proposals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_period_proposals TO custody_app;
+
+
+--
+-- Name: SEQUENCE ledger_period_proposals_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_period_proposals_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE ledger_periods; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_periods TO custody_app;
+GRANT SELECT ON TABLE public.ledger_periods TO custody_ledger_writer;
+
+
+--
+-- Name: SEQUENCE ledger_periods_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_periods_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE ledger_postings; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_postings TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.ledger_postings TO custody_ledger_writer;
+GRANT SELECT ON TABLE public.ledger_postings TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE ledger_postings_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_postings_id_seq TO custody_app;
+GRANT USAGE ON SEQUENCE public.ledger_postings_id_seq TO custody_ledger_writer;
+
+
+--
+-- Name: TABLE ledger_transactions; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_transactions TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.ledger_transactions TO custody_ledger_writer;
+GRANT SELECT ON TABLE public.ledger_transactions TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE ledger_transactions_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_transactions_id_seq TO custody_app;
+GRANT USAGE ON SEQUENCE public.ledger_transactions_id_seq TO custody_ledger_writer;
+
+
+--
+-- Name: TABLE outbox_events; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.outbox_events TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.outbox_events TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE outbox_events_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.outbox_events_id_seq TO custody_app;
+GRANT USAGE ON SEQUENCE public.outbox_events_id_seq TO custody_withdrawal_writer;
+
+
+--
+-- Name: TABLE provider_inbox; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_inbox TO custody_app;
+
+
+--
+-- Name: TABLE watcher_cursors; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.watcher_cursors TO custody_app;
+
+
+--
+-- Name: TABLE webhook_attempts; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.webhook_attempts TO custody_app;
+
+
+--
+-- Name: SEQUENCE webhook_attempts_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.webhook_attempts_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE webhook_deliveries; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.webhook_deliveries TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.webhook_deliveries TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE webhook_deliveries_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.webhook_deliveries_id_seq TO custody_app;
+GRANT USAGE ON SEQUENCE public.webhook_deliveries_id_seq TO custody_withdrawal_writer;
+
+
+--
+-- Name: TABLE webhook_endpoints; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.webhook_endpoints TO custody_app;
+GRANT SELECT ON TABLE public.webhook_endpoints TO custody_withdrawal_writer;
+
+
+--
+-- Name: SEQUENCE webhook_endpoints_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.webhook_endpoints_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE withdrawal_attempts; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_attempts TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_attempts_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_attempts_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE withdrawal_decisions; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_decisions TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_decisions_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_decisions_id_seq TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_events_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_events_id_seq TO custody_app;
+GRANT USAGE ON SEQUENCE public.withdrawal_events_id_seq TO custody_withdrawal_writer;
+
+
+--
+-- Name: TABLE withdrawal_returns; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_returns TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_returns_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_returns_id_seq TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawals_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawals_id_seq TO custody_app;
+
+
+--
+-- PostgreSQL database dump complete
+--

@@ -1,0 +1,40 @@
+-- outbox_withdrawal_event_write: the one place that builds a withdrawal's webhook event. Given
+-- the withdrawal row, the history row that moved it and the hash of the attempt that history row
+-- names (or NULL), it writes the outbox row: event id evt_wd_<history id> (stable, a receiver
+-- dedupes on it), type from outbox_withdrawal_type (nothing for internal states), the user's
+-- client, subject withdrawal:<id>, and the payload (amounts as strings in minor units with their
+-- decimal rendering). Callers: the withdrawal_events trigger (triggers/withdrawal_events.sql) for
+-- every writer of the history, and withdrawal_reserve_record for the reserve's history row. It
+-- runs with its caller's rights.
+
+CREATE OR REPLACE FUNCTION outbox_withdrawal_event_write(
+  w withdrawals, e withdrawal_events, p_tx_hash text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+  v_type text := outbox_withdrawal_type(e.to_state);
+BEGIN
+  IF v_type IS NULL THEN
+    RETURN;
+  END IF;
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  SELECT 'evt_wd_' || e.id, v_type, u.client_id, w.user_id, 'withdrawal:' || w.id,
+         jsonb_build_object(
+           'withdrawal_id', w.id::text, 'user_id', w.user_id, 'request_key', w.request_key,
+           'chain', w.chain, 'asset', w.asset_code, 'token', w.token,
+           'destination', w.destination,
+           'amount_minor', w.amount_minor::text,
+           'amount', outbox_decimal(w.amount_minor, s.scale),
+           'fee_minor', w.fee_minor::text, 'fee', outbox_decimal(w.fee_minor, s.scale),
+           'fee_max_minor', w.fee_max_minor::text,
+           'state', e.to_state, 'from_state', e.from_state, 'event', e.event,
+           'reason', e.reason, 'tx_hash', p_tx_hash,
+           'ledger_transaction_id', e.ledger_transaction_id::text,
+           'occurred_at', e.occurred_at),
+         e.recorded_at
+    FROM (VALUES (1)) one
+    LEFT JOIN api_users u ON u.id = w.user_id
+    LEFT JOIN assets s ON s.code = w.asset_code;
+END
+$fn$;

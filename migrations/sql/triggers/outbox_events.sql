@@ -1,0 +1,30 @@
+-- outbox_events: webhook events, written in the same transaction as the change they describe
+-- (triggers/deposit_events.sql, triggers/deposit_cases.sql, triggers/withdrawal_events.sql,
+-- withdrawal_reserve_record, and api.outbox for alerts). Append-only. Fan-out: a new event gets a
+-- delivery for its client's endpoint and, for alerts, for every alert endpoint; endpoints
+-- configured later get older events only through a replay. The WHEN clause skips, without calling
+-- PL/pgSQL, the events no endpoint can receive (no client and not an alert).
+
+CREATE OR REPLACE FUNCTION outbox_fan_out() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at)
+  SELECT NEW.id, e.id, NEW.created_at
+    FROM webhook_endpoints e
+   WHERE e.disabled_at IS NULL
+     AND (e.client_id = NEW.client_id OR (NEW.type LIKE 'alert.%' AND e.alerts))
+  ON CONFLICT (event_id, endpoint_id) DO NOTHING;
+  RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS outbox_events_fan_out ON outbox_events;
+CREATE TRIGGER outbox_events_fan_out AFTER INSERT ON outbox_events
+  FOR EACH ROW WHEN (NEW.client_id IS NOT NULL OR NEW.type LIKE 'alert.%')
+  EXECUTE FUNCTION outbox_fan_out();
+
+DROP TRIGGER IF EXISTS outbox_events_append_only ON outbox_events;
+CREATE TRIGGER outbox_events_append_only BEFORE UPDATE OR DELETE ON outbox_events
+  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+DROP TRIGGER IF EXISTS outbox_events_no_truncate ON outbox_events;
+CREATE TRIGGER outbox_events_no_truncate BEFORE TRUNCATE ON outbox_events
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
