@@ -221,25 +221,26 @@ ClientOrAdmin = Annotated[Principal, Depends(require("client", "admin"))]
 # --- users --------------------------------------------------------------------------------------
 
 
-def create_user(conn: Connection, client_id: int, reference: str | None) -> tuple[UserRecord, bool]:
+def create_user(uow: UnitOfWork, client_id: int, reference: str | None
+                ) -> tuple[UserRecord, bool]:
     """Create a user of ``client_id``; with a known ``reference``, the existing one (False)."""
-    created = repo.insert_user(conn, f"usr_{secrets.token_hex(10)}", client_id, reference)
+    created = repo.insert_user(uow.conn, f"usr_{secrets.token_hex(10)}", client_id, reference)
     if created is not None:
         return created, True
-    return repo.user_by_reference(conn, client_id, reference), False
+    return repo.user_by_reference(uow.conn, client_id, reference), False
 
 
-def visible_users(conn: Connection, principal: Principal, user_ids: Iterable[str]) -> set[str]:
+def visible_users(uow: UnitOfWork, principal: Principal, user_ids: Iterable[str]) -> set[str]:
     """Those of ``user_ids`` the principal may see: its own users (client), or all (staff)."""
     wanted = sorted(set(user_ids))
     if principal.scope in STAFF:
         return set(wanted)
-    return repo.users_of_client(conn, principal.client_id, wanted)
+    return repo.users_of_client(uow.conn, principal.client_id, wanted)
 
 
-def check_user(conn: Connection, principal: Principal, user_id: str) -> str:
+def check_user(uow: UnitOfWork, principal: Principal, user_id: str) -> str:
     """``user_id`` if the principal may act on it, else UserNotFound (404, never 403)."""
-    if user_id not in visible_users(conn, principal, [user_id]):
+    if user_id not in visible_users(uow, principal, [user_id]):
         raise UserNotFound(f"no user {user_id}")
     return user_id
 

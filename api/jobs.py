@@ -31,7 +31,7 @@ from typing import Any
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from api import outbox
 from api.repository import jobs as repo
@@ -176,10 +176,10 @@ class LastRun:
     detail: str | None
 
 
-def last_runs(conn: Connection) -> list[LastRun]:
+def last_runs(uow: UnitOfWork) -> list[LastRun]:
     """The newest run of every job in the run log (kept a day: see ``cleanup``)."""
     return [LastRun(job, finished_at, outcome == "ok", detail)
-            for job, finished_at, outcome, detail in repo.last_runs(conn)]
+            for job, finished_at, outcome, detail in repo.last_runs(uow.conn)]
 
 
 def drift_findings(runs: Sequence[LastRun]) -> int | None:

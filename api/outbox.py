@@ -265,11 +265,11 @@ def delivery_log(conn: Connection, *, event_id: str | None = None, limit: int = 
     return repo.delivery_log(conn, event_id=event_id, limit=limit)
 
 
-def undelivered(conn: Connection, now: datetime) -> tuple[int, float | None, int]:
+def undelivered(uow: UnitOfWork, now: datetime) -> tuple[int, float | None, int]:
     """Deliveries still pending, the age in seconds of the oldest event among them, and
     deliveries that gave up (failed: retries exhausted, waiting for a replay). Operations
     metrics; the pending ones are read through the partial index on due deliveries."""
-    pending, oldest, failed = repo.undelivered(conn)
+    pending, oldest, failed = repo.undelivered(uow.conn)
     age = None if oldest is None else max(0.0, (now - oldest).total_seconds())
     return pending, age, failed
 

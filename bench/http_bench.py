@@ -90,7 +90,7 @@ def setup(server_url: str, users: int) -> tuple[str, str, list[str]]:
         client_id = uow.conn.execute(sa.text("SELECT id FROM api_clients WHERE name = 'bench'")
                                      ).scalar_one()
         for i in range(users):
-            record, _ = create_user(uow.conn, client_id, f"u{i}")
+            record, _ = create_user(uow, client_id, f"u{i}")
             ids.append(record.id)
         uow.commit()
     with UnitOfWork(engine) as uow:

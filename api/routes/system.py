@@ -116,14 +116,14 @@ def metrics(
                      "not final yet.", waiting[0])
     lines += _family("custody_deposits_waiting_finality_age_seconds", "Age of the oldest one.",
                      waiting[1])
-    pending, oldest, failed = outbox.undelivered(uow.conn, now)
+    pending, oldest, failed = outbox.undelivered(uow, now)
     lines += _family("custody_outbox_undelivered", "Webhook deliveries still pending.",
                      [({}, str(pending))])
     lines += _family("custody_outbox_oldest_undelivered_age_seconds", "Age of the oldest event "
                      "with a pending delivery (0: none).", [({}, f"{oldest or 0:.0f}")])
     lines += _family("custody_outbox_failed", "Webhook deliveries that gave up (retries "
                      "exhausted): they need a replay.", [({}, str(failed))])
-    runs = jobs.last_runs(uow.conn)
+    runs = jobs.last_runs(uow)
     lines += _family("custody_job_last_run_age_seconds", "Seconds since the newest run of each "
                      "job ended (run log kept a day).",
                      [({"job": r.job}, f"{max(0.0, (now - r.finished_at).total_seconds()):.0f}")
