@@ -26,14 +26,18 @@ anvil: $(ANVIL_STAMP)
 demo: install anvil
 	$(BIN)/custody demo
 
-test: install anvil
+# Lint first: a broken architecture contract or type error fails `make test` (and so CI) early.
+test: lint anvil
 	$(BIN)/pytest -n 2 --dist loadgroup -q
 
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"
 
+# ruff, strict mypy, and the import contracts of pyproject.toml's [tool.importlinter].
 lint: install
-	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals migrations tests
+	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals migrations \
+		devtools tests
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python -m bench.ledger_bench

@@ -1,4 +1,11 @@
-"""Composition: the command line (and later the HTTP app and the scheduler).
+"""Composition: the ``custody`` command line, the HTTP app, the scheduler and the outbox.
 
-``api`` imports every domain package; no domain package imports ``api``.
+``api`` imports every domain package; no domain package imports ``api`` (``make lint``).
+
+- ``app`` builds the FastAPI app; ``routes/`` holds its endpoints, which call services (the
+  domain packages' ``service`` modules and the API's own below), never a repository.
+- The API's own services: ``auth`` (keys, scopes, users, audit), ``idempotency``
+  (``Idempotency-Key``), ``ratelimit``, ``outbox`` (signed webhooks), ``jobs`` (the scheduler).
+- ``repository/`` holds all SQL of the API's own tables, one module per concern.
+- ``cli*`` are the command line; ``custody demo`` imports ``devtools`` inside the command only.
 """

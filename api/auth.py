@@ -12,8 +12,7 @@
   user that does not exist, so that ids cannot be probed.
 - Every admin or approver action appends a row to ``api_audit`` (append-only in the database).
 
-The SQL of the API's own tables (clients, keys, users, audit) lives here: these tables belong to
-the HTTP layer and to nothing else.
+The SQL of these tables (clients, keys, users, audit) is in ``api.repository.clients``.
 """
 
 from __future__ import annotations
@@ -21,23 +20,22 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import json
 import math
 import re
 import secrets
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-import sqlalchemy as sa
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.engine import Connection, Engine
 
-from api import ratelimit
 from api.problems import Forbidden, RateLimited, RequestInvalid, Unauthenticated, UserNotFound
+from api.repository import clients as repo
+from api.repository.clients import UserRecord
 from api.routes.deps import ApiContext, context
-from config.database import driver_rows
 from config.uow import UnitOfWork
 
 SCOPES = ("client", "support", "admin", "approver")
@@ -91,52 +89,10 @@ def create_key(engine: Engine, client_name: str, scope: str) -> CreatedKey:
         raise RequestInvalid("client names are 1-64 letters, digits and _ . @ -")
     prefix, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
     with UnitOfWork(engine) as uow:
-        uow.conn.execute(sa.text("INSERT INTO api_clients (name) VALUES (:n) "
-                                 "ON CONFLICT (name) DO NOTHING"), {"n": client_name})
-        client_id = uow.conn.execute(sa.text("SELECT id FROM api_clients WHERE name = :n"),
-                                     {"n": client_name}).scalar_one()
-        uow.conn.execute(
-            sa.text("INSERT INTO api_keys (client_id, prefix, secret_sha256, scope) "
-                    "VALUES (:c, :p, :h, :s)"),
-            {"c": client_id, "p": prefix, "h": _digest(secret), "s": scope})
+        client_id = repo.ensure_client(uow.conn, client_name)
+        repo.insert_key(uow.conn, client_id, prefix, _digest(secret), scope)
         uow.commit()
     return CreatedKey(f"cust_{prefix}_{secret}", prefix, client_name, scope)
-
-
-#: One statement per request: the key (by prefix and digest, not revoked) with its client, the
-#: rate-limit hit of the key's current window (see ``api.ratelimit``), and, given ``:u``, whether
-#: the key's client owns that user. The digest is compared in SQL: it is the SHA-256 of a 256-bit
-#: random secret, so how much of it matched tells nothing about the secret. A wrong or revoked
-#: key matches no row and counts nothing.
-#: The counter is not money: ``synchronous_commit`` is turned off for this transaction only, so
-#: its commit does not wait for the WAL flush (after a database crash a few counts of the last
-#: fraction of a second may be lost, letting a client exceed its limit by that much once). A
-#: unit of work that also writes money must not share this transaction: it runs alone in
-#: autocommit mode (``ApiContext.autocommit``), so the row lock on the counter is held for the
-#: statement only.
-_AUTHORIZE = (
-    "WITH k AS ("
-    " SELECT k.id, k.prefix, k.scope, c.id AS client_id, c.name,"
-    "  CAST(CAST(%(w)s AS jsonb) ->> k.scope AS int) AS window_s"
-    " FROM api_keys k JOIN api_clients c ON c.id = k.client_id"
-    " WHERE k.prefix = %(p)s AND k.secret_sha256 = %(h)s AND k.revoked_at IS NULL), "
-    f"{ratelimit.HIT_SQL.format(key='k.id', window='k.window_s', source='k')} "
-    "SELECT k.id, k.prefix, k.scope, k.client_id, k.name, hit.requests, "
-    f" {ratelimit.LEFT_SQL.format(window='k.window_s')} AS left_s, "
-    " CAST(%(u)s AS text) IS NOT NULL AND EXISTS (SELECT 1 FROM api_users u"
-    "  WHERE u.id = CAST(%(u)s AS text) AND u.client_id = k.client_id) AS owns_user, "
-    " set_config('synchronous_commit', 'off', true) AS sync "
-    "FROM k CROSS JOIN hit")
-
-
-def _authorize_row(conn: Connection, params: dict[str, Any]) -> tuple[Any, ...] | None:
-    """The row of ``_AUTHORIZE``, run on ``conn``'s psycopg connection directly as a statement
-    prepared at its first call: SQLAlchemy's execution layer cost more client CPU than the
-    statement (bench/RESULTS.md, "HTTP API"). Errors are re-raised as SQLAlchemy's
-    ``DBAPIError`` subclasses, as from ``conn.execute``."""
-    rows = driver_rows(conn, _AUTHORIZE, params, prepare=True)
-    row: tuple[Any, ...] | None = rows[0] if rows else None
-    return row
 
 
 def authorize(conn: Connection, ctx: ApiContext, credentials: HTTPAuthorizationCredentials | None,
@@ -145,14 +101,15 @@ def authorize(conn: Connection, ctx: ApiContext, credentials: HTTPAuthorizationC
     the request is counted), its scope among ``scopes`` (403), and, with ``user_id``, that it
     may act on that user (404). One statement on ``conn``, which should be in autocommit mode
     (``ApiContext.autocommit``): the count is committed with the statement, whatever the route
-    does next, and the counter's row lock is not held across a round trip (see ``_AUTHORIZE``).
+    does next, and the counter's row lock is not held across a round trip
+    (``api.repository.clients.authorize_row``).
     """
     match = _KEY.match(credentials.credentials) if credentials is not None else None
     if match is None:
         raise Unauthenticated("a valid API key is required: Authorization: Bearer <key>")
     prefix, secret = match.groups()
-    row = _authorize_row(conn, {"p": prefix, "h": _digest(secret), "u": user_id,
-                                "w": ctx.rate_limits.windows_json})
+    row = repo.authorize_row(conn, prefix, _digest(secret), user_id,
+                             ctx.rate_limits.windows_json)
     if row is None:
         raise Unauthenticated("unknown or revoked API key")
     key_id, key_prefix, scope, client_id, client_name, requests, left_s, owns_user, _ = row
@@ -264,45 +221,26 @@ ClientOrAdmin = Annotated[Principal, Depends(require("client", "admin"))]
 # --- users --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class UserRecord:
-    """A user created through the API."""
-
-    id: str
-    client_id: int
-    reference: str | None
-    created_at: datetime
-
-
-def create_user(conn: Connection, client_id: int, reference: str | None) -> tuple[UserRecord, bool]:
+def create_user(uow: UnitOfWork, client_id: int, reference: str | None
+                ) -> tuple[UserRecord, bool]:
     """Create a user of ``client_id``; with a known ``reference``, the existing one (False)."""
-    row = conn.execute(
-        sa.text("INSERT INTO api_users (id, client_id, reference) VALUES (:i, :c, :r) "
-                "ON CONFLICT (client_id, reference) DO NOTHING "
-                "RETURNING id, client_id, reference, created_at"),
-        {"i": f"usr_{secrets.token_hex(10)}", "c": client_id, "r": reference}).first()
-    if row is not None:
-        return UserRecord(*row), True
-    row = conn.execute(
-        sa.text("SELECT id, client_id, reference, created_at FROM api_users "
-                "WHERE client_id = :c AND reference = :r"),
-        {"c": client_id, "r": reference}).one()
-    return UserRecord(*row), False
+    created = repo.insert_user(uow.conn, f"usr_{secrets.token_hex(10)}", client_id, reference)
+    if created is not None:
+        return created, True
+    return repo.user_by_reference(uow.conn, client_id, reference), False
 
 
-def visible_users(conn: Connection, principal: Principal, user_ids: Iterable[str]) -> set[str]:
+def visible_users(uow: UnitOfWork, principal: Principal, user_ids: Iterable[str]) -> set[str]:
     """Those of ``user_ids`` the principal may see: its own users (client), or all (staff)."""
     wanted = sorted(set(user_ids))
     if principal.scope in STAFF:
         return set(wanted)
-    rows = conn.execute(sa.text("SELECT id FROM api_users WHERE client_id = :c AND id = ANY(:u)"),
-                        {"c": principal.client_id, "u": wanted})
-    return {r.id for r in rows}
+    return repo.users_of_client(uow.conn, principal.client_id, wanted)
 
 
-def check_user(conn: Connection, principal: Principal, user_id: str) -> str:
+def check_user(uow: UnitOfWork, principal: Principal, user_id: str) -> str:
     """``user_id`` if the principal may act on it, else UserNotFound (404, never 403)."""
-    if user_id not in visible_users(conn, principal, [user_id]):
+    if user_id not in visible_users(uow, principal, [user_id]):
         raise UserNotFound(f"no user {user_id}")
     return user_id
 
@@ -313,15 +251,10 @@ def check_user(conn: Connection, principal: Principal, user_id: str) -> str:
 def audit(engine: Engine, request: Request, principal: Principal, action: str, target: str,
           status: int, details: dict[str, Any] | None = None) -> None:
     """Append an audit row for an admin or approver action (its own short transaction)."""
-    import json
-
     with UnitOfWork(engine) as uow:
-        uow.conn.execute(
-            sa.text("INSERT INTO api_audit (actor, client_id, key_prefix, scope, action, target, "
-                    "request_id, status, details) VALUES (:a, :c, :k, :s, :act, :t, :r, :st, "
-                    "CAST(:d AS jsonb))"),
-            {"a": principal.actor, "c": principal.client_id, "k": principal.key_prefix,
-             "s": principal.scope, "act": action, "t": target,
-             "r": getattr(request.state, "request_id", ""), "st": status,
-             "d": json.dumps(details or {}, default=str)})
+        repo.insert_audit(
+            uow.conn, actor=principal.actor, client=principal.client_id,
+            key_prefix=principal.key_prefix, scope=principal.scope, action=action, target=target,
+            request_id=getattr(request.state, "request_id", ""), status=status,
+            details_json=json.dumps(details or {}, default=str))
         uow.commit()

@@ -223,6 +223,6 @@ def demo(
 ) -> None:
     """The whole engine on a fresh machine: embedded PostgreSQL, anvil, deposits through a
     reorg, a withdrawal, webhooks; then the API stays up until Ctrl-C."""
-    from api.demo import run_demo
+    from devtools.demo import run_demo
 
     run_demo(console, port=port)

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
@@ -38,6 +37,7 @@ from api.problems import (
     IdempotencyKeyReused,
     status_of,
 )
+from api.repository import idempotency as repo
 from api.routes.deps import IDEMPOTENCY_RETENTION_S, context
 from config.errors import CustodyError
 from config.uow import UnitOfWork
@@ -77,36 +77,26 @@ def claim(engine: Engine, client_id: int, operation: str, key: str, fp: str, *,
 
     Raises IdempotencyKeyReused (another fingerprint) or IdempotencyInProgress.
     """
-    params = {"c": client_id, "o": operation, "k": key, "f": fp, "stale": stale_s}
     for _ in range(_CLAIM_ATTEMPTS):
         with UnitOfWork(engine) as uow:
-            # A concurrent claim of the same key waits here on the unique index until the first
-            # one commits, then finds its row: exactly one request runs.
-            inserted = uow.conn.execute(sa.text(
-                "INSERT INTO api_idempotency (client_id, operation, key, fingerprint, state) "
-                "VALUES (:c, :o, :k, :f, 'in_progress') ON CONFLICT DO NOTHING RETURNING 1"),
-                params).first()
-            if inserted is not None:
+            # A concurrent claim of the same key waits in insert_claim until the first one
+            # commits, then finds its row: exactly one request runs.
+            if repo.insert_claim(uow.conn, client_id, operation, key, fp):
                 uow.commit()
                 return None
-            row = uow.conn.execute(sa.text(
-                "SELECT fingerprint, state, response_status, response_body, "
-                "updated_at < now() - make_interval(secs => :stale) AS stale "
-                "FROM api_idempotency WHERE client_id = :c AND operation = :o AND key = :k "
-                "FOR UPDATE"), params).first()
+            row = repo.lock_record(uow.conn, client_id, operation, key, stale_s=stale_s)
             if row is None:
                 continue  # The first request failed and released the key meanwhile: claim again.
             if row.fingerprint != fp:
                 raise IdempotencyKeyReused(
                     f"{HEADER} {key!r} was used for a different {operation} request")
             if row.state == "completed":
-                return StoredResponse(int(row.response_status), row.response_body)
+                assert row.response_status is not None and row.response_body is not None
+                return StoredResponse(row.response_status, row.response_body)
             if not row.stale:
                 raise IdempotencyInProgress(
                     f"the first {operation} request with {HEADER} {key!r} is still running")
-            uow.conn.execute(sa.text(
-                "UPDATE api_idempotency SET updated_at = now() WHERE client_id = :c "
-                "AND operation = :o AND key = :k"), params)
+            repo.touch(uow.conn, client_id, operation, key)
             uow.commit()
             return None
     raise IdempotencyInProgress(f"{HEADER} {key!r} is contended; retry")
@@ -116,20 +106,14 @@ def complete(engine: Engine, client_id: int, operation: str, key: str, status: i
              body: str) -> None:
     """Store the response of the claimed request."""
     with UnitOfWork(engine) as uow:
-        uow.conn.execute(sa.text(
-            "UPDATE api_idempotency SET state = 'completed', response_status = :s, "
-            "response_body = :b, updated_at = now() "
-            "WHERE client_id = :c AND operation = :o AND key = :k AND state = 'in_progress'"),
-            {"c": client_id, "o": operation, "k": key, "s": status, "b": body})
+        repo.complete(uow.conn, client_id, operation, key, status, body)
         uow.commit()
 
 
 def release(engine: Engine, client_id: int, operation: str, key: str) -> None:
     """Drop the claim of a request that failed, so that the key can be used again."""
     with UnitOfWork(engine) as uow:
-        uow.conn.execute(sa.text(
-            "DELETE FROM api_idempotency WHERE client_id = :c AND operation = :o AND key = :k "
-            "AND state = 'in_progress'"), {"c": client_id, "o": operation, "k": key})
+        repo.release(uow.conn, client_id, operation, key)
         uow.commit()
 
 
@@ -137,10 +121,7 @@ def cleanup(conn: Connection, *, retention_s: int = IDEMPOTENCY_RETENTION_S) -> 
     """Delete records older than ``retention_s`` (at least 24 hours); returns how many."""
     if retention_s < IDEMPOTENCY_RETENTION_S:
         raise ValueError(f"idempotency keys are kept at least {IDEMPOTENCY_RETENTION_S} s")
-    result = conn.execute(sa.text(
-        "DELETE FROM api_idempotency WHERE created_at < now() - make_interval(secs => :s)"),
-        {"s": retention_s})
-    return int(result.rowcount)
+    return repo.delete_older_than(conn, retention_s)
 
 
 Work = Callable[[str], tuple[int, BaseModel]]

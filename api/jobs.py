@@ -7,7 +7,8 @@
   cleanup of idempotency records, rate-limit windows and the run log.
 - Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
   skips the run if another process holds it: two processes never run the same job at once.
-  The run is logged in ``job_runs`` before the lock is released.
+  The run is logged in ``job_runs`` before the lock is released (SQL:
+  ``api.repository.jobs``).
 - APScheduler's in-memory job store is per process (never shared); ``max_instances=1`` and
   ``coalesce`` keep one run per job per process. ``stop`` waits for running steps (each is
   bounded), so SIGTERM ends a worker cleanly.
@@ -27,13 +28,13 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-import sqlalchemy as sa
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from api import outbox
+from api.repository import jobs as repo
 from config.chains import ChainsConfig
 from config.errors import CustodyError
 from config.uow import UnitOfWork
@@ -93,8 +94,7 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
     with engine.connect() as conn:
         # A session-level advisory lock on a connection of its own: held across the step's
         # own transactions (and its node calls) without holding any row lock.
-        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:ns, hashtext(:job))"),
-                           {"ns": LOCK_NAMESPACE, "job": job.name}).scalar()
+        got = repo.try_lock(conn, LOCK_NAMESPACE, job.name)
         conn.commit()
         if not got:
             stats.bump(stats.skipped, job.name)
@@ -114,19 +114,15 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             log.exception("job %s failed", job.name)
         finally:
             try:
-                conn.execute(sa.text(
-                    "INSERT INTO job_runs (job, worker, started_at, finished_at, outcome, "
-                    "detail) VALUES (:j, :w, :s, :f, :o, :d)"),
-                    {"j": job.name, "w": WORKER, "s": started, "f": datetime.now(UTC),
-                     "o": outcome, "d": detail})
+                repo.insert_run(conn, job=job.name, worker=WORKER, started_at=started,
+                                finished_at=datetime.now(UTC), outcome=outcome, detail=detail)
                 conn.commit()
             finally:
                 # A failed insert above leaves the transaction aborted: roll it back, or the
                 # unlock fails too and the pooled session keeps the lock, starving every other
                 # process of this job.
                 conn.rollback()
-                conn.execute(sa.text("SELECT pg_advisory_unlock(:ns, hashtext(:job))"),
-                             {"ns": LOCK_NAMESPACE, "job": job.name})
+                repo.unlock(conn, LOCK_NAMESPACE, job.name)
                 conn.commit()
         stats.bump(stats.runs if outcome == "ok" else stats.errors, job.name)
         return True
@@ -180,12 +176,10 @@ class LastRun:
     detail: str | None
 
 
-def last_runs(conn: Connection) -> list[LastRun]:
+def last_runs(uow: UnitOfWork) -> list[LastRun]:
     """The newest run of every job in the run log (kept a day: see ``cleanup``)."""
-    rows = conn.execute(sa.text(
-        "SELECT DISTINCT ON (job) job, finished_at, outcome, detail FROM job_runs "
-        "ORDER BY job, started_at DESC")).all()
-    return [LastRun(r.job, r.finished_at, r.outcome == "ok", r.detail) for r in rows]
+    return [LastRun(job, finished_at, outcome == "ok", detail)
+            for job, finished_at, outcome, detail in repo.last_runs(uow.conn)]
 
 
 def drift_findings(runs: Sequence[LastRun]) -> int | None:
@@ -207,8 +201,7 @@ def cleanup(engine: Engine, now: datetime) -> None:
     with UnitOfWork(engine) as uow:
         idempotency.cleanup(uow.conn)
         ratelimit.cleanup(uow.conn)
-        uow.conn.execute(sa.text("DELETE FROM job_runs WHERE started_at < :t"),
-                         {"t": now - timedelta(days=1)})
+        repo.delete_runs_before(uow.conn, now - timedelta(days=1))
         uow.commit()
 
 

@@ -12,6 +12,8 @@ database transaction as the change they describe. This module delivers them:
   with the client's secret; ``verify_signature`` is what a receiver runs.
 - Retries: ``RETRY_DELAYS_S`` (30 s doubling to a 6 h cap) spans more than 3 days; after the
   last one the delivery is ``failed`` and only ``replay`` sends it again.
+
+The SQL is in ``api.repository.outbox``.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from api.repository import clients as clients_repo
+from api.repository import outbox as repo
+from api.repository.outbox import AttemptLog, DueDelivery
 from config.errors import CustodyError
 from config.uow import UnitOfWork
 
@@ -136,34 +140,15 @@ def set_endpoint(engine: Engine, client_name: str, url: str, *, alerts: bool = F
     if len(secret) < 32:
         raise WebhookEndpointInvalid("the signing secret must have at least 32 characters")
     with UnitOfWork(engine) as uow:
-        client_id = uow.conn.execute(sa.text("SELECT id FROM api_clients WHERE name = :n"),
-                                     {"n": client_name}).scalar()
+        client_id = clients_repo.client_id(uow.conn, client_name)
         if client_id is None:
             raise ClientNotFound(f"no API client named {client_name!r}")
-        endpoint_id = uow.conn.execute(sa.text(
-            "INSERT INTO webhook_endpoints (client_id, url, secret, alerts) "
-            "VALUES (:c, :u, :s, :a) ON CONFLICT (client_id) DO UPDATE SET url = EXCLUDED.url, "
-            "secret = EXCLUDED.secret, alerts = EXCLUDED.alerts, updated_at = now(), "
-            "disabled_at = NULL RETURNING id"),
-            {"c": client_id, "u": url, "s": secret, "a": alerts}).scalar_one()
+        endpoint_id = repo.upsert_endpoint(uow.conn, client_id, url, secret, alerts)
         uow.commit()
-    return Endpoint(int(endpoint_id), client_name, url, secret, alerts)
+    return Endpoint(endpoint_id, client_name, url, secret, alerts)
 
 
 # --- delivery --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """A delivery claimed for one attempt."""
-
-    delivery_id: int
-    attempt_no: int
-    url: str
-    secret: str
-    event_id: str
-    event_type: str
-    body: bytes
 
 
 @dataclass
@@ -180,36 +165,25 @@ class DeliveryReport:
         return self.delivered + self.retried + self.failed
 
 
-def _claim(engine: Engine, now: datetime, batch_max: int, lease_s: float) -> list[Claimed]:
+def _claim(engine: Engine, now: datetime, batch_max: int, lease_s: float) -> list[DueDelivery]:
     # SKIP LOCKED + moving next_attempt_at a lease ahead, committed before any request: two
     # workers never send the same delivery at once, and a crashed worker's claim expires.
     with UnitOfWork(engine) as uow:
-        rows = uow.conn.execute(sa.text(
-            "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' "
-            "  AND next_attempt_at <= :now ORDER BY next_attempt_at, id LIMIT :n "
-            "  FOR UPDATE SKIP LOCKED), "
-            "c AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, "
-            "  next_attempt_at = :lease, first_attempt_at = coalesce(d.first_attempt_at, :now) "
-            "  FROM due WHERE d.id = due.id RETURNING d.id, d.attempts, d.event_id, "
-            "  d.endpoint_id) "
-            "SELECT c.id, c.attempts, e.url, e.secret, o.event_id, o.type, o.created_at, "
-            "  o.payload FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id "
-            "  JOIN outbox_events o ON o.id = c.event_id ORDER BY o.id"),
-            {"now": now, "n": batch_max, "lease": now + timedelta(seconds=lease_s)}).all()
+        claimed = repo.claim_due(uow.conn, now, batch_max, now + timedelta(seconds=lease_s))
         uow.commit()
-    return [Claimed(r.id, r.attempts, r.url, r.secret, r.event_id, r.type,
-                    event_body(r.event_id, r.type, r.created_at, r.payload)) for r in rows]
+    return claimed
 
 
-def _send(http: httpx.Client, c: Claimed, clock: Callable[[], float]) -> tuple[int | None,
-                                                                                 str | None]:
+def _send(http: httpx.Client, c: DueDelivery, clock: Callable[[], float]) -> tuple[int | None,
+                                                                                     str | None]:
     timestamp = int(clock())
+    body = event_body(c.event_id, c.event_type, c.created_at, c.payload)
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
-               SIGNATURE_HEADER: sign(c.secret, timestamp, c.body),
+               SIGNATURE_HEADER: sign(c.secret, timestamp, body),
                EVENT_ID_HEADER: c.event_id, EVENT_TYPE_HEADER: c.event_type,
                TIMESTAMP_HEADER: str(timestamp), ATTEMPT_HEADER: str(c.attempt_no)}
     try:
-        response = http.post(c.url, content=c.body, headers=headers)
+        response = http.post(c.url, content=body, headers=headers)
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"[:500]
     if 200 <= response.status_code < 300:
@@ -217,7 +191,7 @@ def _send(http: httpx.Client, c: Claimed, clock: Callable[[], float]) -> tuple[i
     return response.status_code, f"HTTP {response.status_code}"
 
 
-def _record(engine: Engine, c: Claimed, status: int | None, error: str | None,
+def _record(engine: Engine, c: DueDelivery, status: int | None, error: str | None,
             duration_ms: int, now: datetime, delays: Sequence[int],
             report: DeliveryReport) -> None:
     if error is None:
@@ -232,18 +206,9 @@ def _record(engine: Engine, c: Claimed, status: int | None, error: str | None,
             outcome, state, due = "retry", "pending", now + timedelta(seconds=delay)
             report.retried += 1
     with UnitOfWork(engine) as uow:
-        uow.conn.execute(sa.text(
-            "UPDATE webhook_deliveries SET state = :state, last_status = :status, "
-            "last_error = :error, next_attempt_at = coalesce(:due, next_attempt_at), "
-            "delivered_at = CASE WHEN :state = 'delivered' THEN CAST(:now AS timestamptz) END "
-            "WHERE id = :id AND attempts = :attempt"),
-            {"state": state, "status": status, "error": error, "due": due, "now": now,
-             "id": c.delivery_id, "attempt": c.attempt_no})
-        uow.conn.execute(sa.text(
-            "INSERT INTO webhook_attempts (delivery_id, attempt_no, outcome, status_code, "
-            "error, duration_ms, next_attempt_at) VALUES (:d, :n, :o, :s, :e, :ms, :due)"),
-            {"d": c.delivery_id, "n": c.attempt_no, "o": outcome, "s": status, "e": error,
-             "ms": duration_ms, "due": due})
+        repo.record_attempt(uow.conn, delivery_id=c.delivery_id, attempt_no=c.attempt_no,
+                            outcome=outcome, state=state, status=status, error=error,
+                            duration_ms=duration_ms, due=due, now=now)
         uow.commit()
 
 
@@ -286,89 +251,32 @@ def replay(engine: Engine, *, event_ids: Sequence[str] = (), client_name: str | 
     if not event_ids and client_name is None and since is None and not failed_only:
         raise WebhookEndpointInvalid("say which events to replay (ids, client, since or failed)")
     now = now or datetime.now(UTC)
-    where = ["TRUE"]
-    params: dict[str, Any] = {"now": now, "limit": limit, "actor": actor}
-    if event_ids:
-        where.append("o.event_id = ANY(:ids)")
-        params["ids"] = list(event_ids)
-    if client_name is not None:
-        where.append("c.name = :client")
-        params["client"] = client_name
-    if since is not None:
-        where.append("o.created_at >= :since")
-        params["since"] = since
-    if until is not None:
-        where.append("o.created_at < :until")
-        params["until"] = until
-    if failed_only:
-        where.append("d.state = 'failed'")
     with UnitOfWork(engine) as uow:
-        rows = uow.conn.execute(sa.text(
-            "WITH targets AS (SELECT o.id AS event_id, e.id AS endpoint_id "
-            "  FROM outbox_events o JOIN webhook_endpoints e ON e.disabled_at IS NULL AND "
-            "    (e.client_id = o.client_id OR (o.type LIKE 'alert.%' AND e.alerts)) "
-            "  JOIN api_clients c ON c.id = e.client_id "
-            "  LEFT JOIN webhook_deliveries d ON d.event_id = o.id AND d.endpoint_id = e.id "
-            f"  WHERE {' AND '.join(where)} ORDER BY o.id LIMIT :limit), "
-            "up AS (INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at) "
-            "  SELECT event_id, endpoint_id, :now FROM targets "
-            "  ON CONFLICT (event_id, endpoint_id) DO UPDATE SET state = 'pending', attempts = 0, "
-            "  next_attempt_at = EXCLUDED.next_attempt_at, delivered_at = NULL "
-            "  RETURNING id) "
-            "INSERT INTO webhook_attempts (delivery_id, attempt_no, outcome, actor) "
-            "SELECT id, 0, 'replayed', :actor FROM up RETURNING delivery_id"), params).all()
+        queued = repo.queue_replay(uow.conn, event_ids=event_ids, client_name=client_name,
+                                   since=since, until=until, failed_only=failed_only,
+                                   actor=actor, limit=limit, now=now)
         uow.commit()
-    return len(rows)
-
-
-@dataclass(frozen=True)
-class AttemptLog:
-    """One row of the delivery log."""
-
-    event_id: str
-    event_type: str
-    client_name: str
-    attempt_no: int
-    outcome: str
-    status_code: int | None
-    error: str | None
-    at: datetime
+    return queued
 
 
 def delivery_log(conn: Connection, *, event_id: str | None = None, limit: int = 100) -> list[
         AttemptLog]:
     """The newest delivery attempts (of one event if given), newest first."""
-    rows = conn.execute(sa.text(
-        "SELECT o.event_id, o.type, c.name, a.attempt_no, a.outcome, a.status_code, a.error, "
-        "a.at FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id "
-        "JOIN outbox_events o ON o.id = d.event_id JOIN webhook_endpoints e "
-        "ON e.id = d.endpoint_id JOIN api_clients c ON c.id = e.client_id "
-        "WHERE CAST(:event AS text) IS NULL OR o.event_id = :event ORDER BY a.id DESC LIMIT :n"),
-        {"event": event_id, "n": limit}).all()
-    return [AttemptLog(*r) for r in rows]
+    return repo.delivery_log(conn, event_id=event_id, limit=limit)
 
 
-def undelivered(conn: Connection, now: datetime) -> tuple[int, float | None, int]:
+def undelivered(uow: UnitOfWork, now: datetime) -> tuple[int, float | None, int]:
     """Deliveries still pending, the age in seconds of the oldest event among them, and
     deliveries that gave up (failed: retries exhausted, waiting for a replay). Operations
     metrics; the pending ones are read through the partial index on due deliveries."""
-    row = conn.execute(sa.text(
-        "SELECT count(*), min(o.created_at), "
-        "(SELECT count(*) FROM webhook_deliveries f WHERE f.state = 'failed') "
-        "FROM webhook_deliveries d JOIN outbox_events o "
-        "ON o.id = d.event_id WHERE d.state = 'pending'")).one()
-    age = None if row[1] is None else max(0.0, (now - row[1]).total_seconds())
-    return int(row[0]), age, int(row[2])
+    pending, oldest, failed = repo.undelivered(uow.conn)
+    age = None if oldest is None else max(0.0, (now - oldest).total_seconds())
+    return pending, age, failed
 
 
 def raise_alert(conn: Connection, kind: str, key: str, payload: dict[str, Any]) -> bool:
     """Write an ``alert.<kind>`` event concerning no client (delivered to alert endpoints),
     once per ``key``: the same finding seen again is the same event. Returns whether new."""
     digest = hashlib.sha256(f"{kind}:{key}".encode()).hexdigest()[:32]
-    inserted = conn.execute(sa.text(
-        "INSERT INTO outbox_events (event_id, type, subject, payload) "
-        "VALUES (:id, :type, :subject, CAST(:payload AS jsonb)) "
-        "ON CONFLICT (event_id) DO NOTHING RETURNING id"),
-        {"id": f"evt_alert_{digest}", "type": f"alert.{kind}", "subject": f"alert:{kind}",
-         "payload": json.dumps(payload, sort_keys=True, default=str)}).first()
-    return inserted is not None
+    return repo.insert_alert(conn, f"evt_alert_{digest}", kind,
+                             json.dumps(payload, sort_keys=True, default=str))

@@ -38,7 +38,6 @@ from web3 import Web3
 
 from bench.ledger_bench import create_database
 from chains.addresses import XpubAddressSource, xpub_from_mnemonic
-from chains.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
 from chains.evm import TRANSFER_TOPIC, encode_call
 from chains.rpc import to_quantity
 from config.chains import ChainsConfig, parse_chains_config
@@ -47,6 +46,8 @@ from config.uow import UnitOfWork, run_in_transaction
 from deposits import repository as repo
 from deposits import service
 from deposits.watcher import Watcher
+from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
+from devtools.config import dev_config
 from ledger import chart
 from ledger import service as ledger
 from ledger.integrity import verify
@@ -105,13 +106,9 @@ def fill_chain(node: AnvilNode, ours: list[str], blocks: int, per_block: int) ->
 
 def chains_config(node: AnvilNode, token: Contract, name: str) -> ChainsConfig:
     """A one-chain configuration for the bench."""
-    return parse_chains_config({
-        "assets": {"USDC": {"scale": 6}, "ETH": {"scale": 18}},
-        "chains": {name: {"chain_id": 31337, "rpc_url": node.url, "finality": "finalized",
-                          "native_asset": "ETH", "scan_blocks_max": 500,
-                          "tokens": [{"contract": token.address, "symbol": "USDC",
-                                      "asset": "USDC", "decimals": 6}]}},
-    })
+    return parse_chains_config(dev_config(
+        rpc_url=node.url, token=token.address, chain=name, finality="finalized",
+        token_minimum="0", hot_wallet=None, chain_options={"scan_blocks_max": 500}))
 
 
 def run_watcher(engine: Any, config: ChainsConfig, head: int) -> Measure:

@@ -41,7 +41,6 @@ import random
 import sys
 import threading
 import time
-import tomllib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,20 +58,11 @@ FUND_MINOR = 100_000 * 10**6
 
 def configs() -> tuple[Any, Any]:
     """The chains and withdrawals configuration (no node needed: reserves only)."""
-    from chains.addresses import xpub_from_mnemonic
-    from chains.anvil import DEV_MNEMONIC
-    from config.chains import parse_chains_config
-    from config.withdrawals import parse_withdrawals_config
-    from tests.withdrawals.conftest import config_toml
+    from devtools.config import dev_config, dev_configs
 
-    text = config_toml(extra="batch_max = 50") + (
-        f'\n[address_sources.evm]\nkind = "xpub"\n'
-        f'xpub = "{xpub_from_mnemonic(DEV_MNEMONIC, account=1)}"\n')
     # Large limits: the bench measures the path, not the policy refusing it.
-    text = text.replace('daily_limit = "20000"', 'daily_limit = "100000000"')
-    data = tomllib.loads(text)
-    chains = parse_chains_config(data)
-    return chains, parse_withdrawals_config(data, chains)
+    return dev_configs(dev_config(xpub=True, usdc_daily_limit="100000000",
+                                  withdrawal_options={"batch_max": 50}))
 
 
 # --- setup -----------------------------------------------------------------------------------
@@ -83,10 +73,10 @@ def setup(server_url: str, users: int) -> tuple[str, str, list[str]]:
     import sqlalchemy as sa
 
     from api.auth import create_key, create_user
-    from api.e2e import open_company_book
     from bench.ledger_bench import create_database
     from config.database import make_engine
     from config.uow import UnitOfWork
+    from devtools.e2e import open_company_book
     from ledger import service as ledger
     from ledger.model import Entry, credit, debit
 
@@ -100,7 +90,7 @@ def setup(server_url: str, users: int) -> tuple[str, str, list[str]]:
         client_id = uow.conn.execute(sa.text("SELECT id FROM api_clients WHERE name = 'bench'")
                                      ).scalar_one()
         for i in range(users):
-            record, _ = create_user(uow.conn, client_id, f"u{i}")
+            record, _ = create_user(uow, client_id, f"u{i}")
             ids.append(record.id)
         uow.commit()
     with UnitOfWork(engine) as uow:
@@ -491,8 +481,8 @@ def _verdict(results: Sequence[Result], rate: float, seconds: float) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from chains.anvil import free_port
     from config.database import embedded_url
+    from devtools.anvil import free_port
 
     args = parse_args(argv)
     server_url = args.database_url or embedded_url(args.data_dir)

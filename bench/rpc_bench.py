@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from web3 import Web3
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode
 from chains.rpc import RpcClient
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode
 
 LOGS_PER_TX = 4
 

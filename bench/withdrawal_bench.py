@@ -62,10 +62,9 @@ from bench.ledger_bench import (
     server_cpu_s,
     system_busy_s,
 )
-from config.chains import parse_chains_config
 from config.database import embedded_url, make_engine
 from config.uow import UnitOfWork
-from config.withdrawals import parse_withdrawals_config
+from devtools.config import dev_config, dev_configs
 from ledger import chart
 from ledger import service as ledger
 from ledger.integrity import verify
@@ -79,37 +78,9 @@ TARGET_RATE = 500.0
 EFFECTIVE_AT = datetime(2026, 11, 29, tzinfo=UTC)
 console = Console(highlight=False, width=160)
 
-CONFIG = f"""
-[assets.ETH]
-scale = 18
-[assets.USDC]
-scale = 6
-[chains.{CHAIN}]
-family = "evm"
-chain_id = 31337
-rpc_url = "http://127.0.0.1:1"
-finality = "confirmations:3"
-native_asset = "ETH"
-native_decimals = 18
-[[chains.{CHAIN}.tokens]]
-contract = "{TOKEN}"
-symbol = "USDC"
-asset = "USDC"
-decimals = 6
-[withdrawals]
-[withdrawals.hot_wallets.{CHAIN}]
-address = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
-key_env = "UNUSED_IN_THIS_BENCH"
-[[withdrawals.assets]]
-chain = "{CHAIN}"
-asset = "USDC"
-token = "{TOKEN}"
-minimum = "1.00"
-maximum = "100000"
-fee = "0.40"
-fee_max = "2.00"
-daily_limit = "100000000"
-"""
+#: The development configuration; large limits: the bench measures the path, not the policy.
+CONFIG = dev_config(chain=CHAIN, token=TOKEN, hot_key_env="UNUSED_IN_THIS_BENCH",
+                    usdc_daily_limit="100000000")
 
 
 class NoOwnAddresses:
@@ -244,8 +215,7 @@ def client_main(url: str, spec: Spec, proc_no: int, users: int, counter: Any, re
     from withdrawals.service import WithdrawalRequest, request_withdrawal
 
     threads_n = spec.clients // spec.procs
-    chains = parse_chains_config(__import__("tomllib").loads(CONFIG))
-    cfg = parse_withdrawals_config(__import__("tomllib").loads(CONFIG), chains)
+    chains, cfg = dev_configs(CONFIG)
     engine = make_engine(url, pool_size=threads_n)
     pairs = _accounts(url, users) if spec.mode == "post" else []
     result = WorkerResult()

@@ -17,14 +17,13 @@ Modules:
   the transaction receipt's logs; ``"call:0"`` for the top-level value), plus ABI helpers.
 - :mod:`chains.addresses` — deterministic deposit addresses (BIP-44 from a mnemonic for
   development, or from an account xpub with no private key).
-- :mod:`chains.anvil` — a managed anvil node with dev helpers (mine, reorg, snapshots,
-  deploy, transact); tests and the demo only.
 - :mod:`chains.errors` — the chain errors, under :class:`config.errors.CustodyError`; each
   says whether a retry can help.
-- ``chains/contracts`` — Solidity test contracts and their committed artifacts
-  (``build.sh`` rebuilds them).
 
 Conventions: quantities and amounts are ``int`` (never float); hashes and addresses are
 0x-prefixed lower-case hex, except :mod:`chains.addresses`, which returns EIP-55 checksummed
 addresses for display and configuration. Compare addresses lower-cased.
+
+The local development chain (a managed anvil node, its dev accounts and the test contracts)
+is not here: it lives in :mod:`devtools.anvil`, which no domain package imports.
 """

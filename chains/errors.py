@@ -59,9 +59,3 @@ class FinalityRuleInvalid(ChainError):
     """A finality rule in the configuration cannot be parsed."""
 
     code = "finality_rule_invalid"
-
-
-class AnvilUnavailable(ChainError):
-    """The anvil binary cannot be found, installed or started (tests and demo only)."""
-
-    code = "anvil_unavailable"

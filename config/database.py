@@ -164,6 +164,16 @@ def owner_engine(url: str) -> Engine:
     return sa.create_engine(url, poolclass=sa.pool.NullPool)
 
 
+def is_reachable(engine: Engine) -> bool:
+    """Whether the database answers a trivial statement on a pooled connection (liveness)."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except sa.exc.DBAPIError:
+        return False
+    return True
+
+
 def driver_rows(conn: Connection, statement: str, params: Any, *,
                 prepare: bool | None = None) -> list[Any]:
     """Run ``statement`` (psycopg placeholders) on ``conn``'s psycopg connection, in its

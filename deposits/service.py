@@ -30,7 +30,12 @@ from deposits.errors import (
     NotificationInvalid,
 )
 from deposits.model import Booking, DepositEvent, DepositState, Effect, Listing
-from deposits.repository import DepositRecord, Key
+
+# The records this service returns, re-exported for its callers (routes never import a
+# repository).
+from deposits.repository import CaseRecord as CaseRecord
+from deposits.repository import DepositRecord as DepositRecord
+from deposits.repository import Key
 from deposits.scanner import Observation
 from ledger import chart
 from ledger import service as ledger
@@ -78,6 +83,16 @@ def assign_address(uow: UnitOfWork, family: str, user_id: str, source: AddressSo
     return address
 
 
+def address_of_user(uow: UnitOfWork, family: str, user_id: str) -> str | None:
+    """The user's deposit address in ``family``, or None when none is assigned yet."""
+    return repo.address_of_user(uow.conn, family, user_id)
+
+
+def is_deposit_address(uow: UnitOfWork, family: str, address: str) -> bool:
+    """Whether ``address`` (any case) is one of our deposit addresses in ``family``."""
+    return bool(repo.users_of_addresses(uow.conn, family, [address]))
+
+
 # --------------------------------------------------------------------------- balances, views
 
 
@@ -86,6 +101,13 @@ def pending_incoming(uow: UnitOfWork, user_id: str) -> dict[str, int]:
     posted and not failed (included, reorged out and waiting, or final awaiting its custody
     record). Pass it to ``ledger.service.user_balances(pending_incoming=...)``."""
     return repo.pending_incoming(uow.conn, user_id, sorted(model.PENDING_STATES))
+
+
+def waiting_for_finality(uow: UnitOfWork, chain: str, *, limit: int) -> list[DepositRecord]:
+    """Deposits of ``chain`` seen on chain and not final yet (included, or reorged out and
+    waiting to land again), oldest first, at most ``limit``."""
+    return repo.deposits_in_states(
+        uow.conn, chain, [DepositState.INCLUDED, DepositState.UNCONFIRMED], limit=limit)
 
 
 @dataclass(frozen=True)

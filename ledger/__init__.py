@@ -20,6 +20,9 @@ Design in brief (DESIGN.md section 4):
   limits). For everyone: append-only tables, non-zero 128-bit amounts, flags as CHECKs on the
   projection, unique idempotency keys, and an application role with only SELECT and INSERT on
   the ledger tables. See ``migrations/sql/0006_ledger_fast_path.sql``.
+- ``repository/`` holds all SQL, one module per concern (accounts, posting, transactions,
+  balances, periods, checkpoints, integrity, statements), including the argument formats of the
+  two write functions: ``model`` stays free of SQL formats.
 - ``account_balances`` is a cache of the postings: ``integrity`` rebuilds it (from the newest
   verified checkpoint forward) and verifies it, along with the trial balance and the custody
   invariant.

@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from config.uow import UnitOfWork, run_in_transaction
@@ -56,42 +55,39 @@ class VerifyReport:
 
 def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
     """Check every ledger invariant in one consistent snapshot; see the module docstring."""
-    with engine.connect() as conn:
-        conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        with conn.begin():
-            conn.execute(sa.text("SET TRANSACTION READ ONLY"))
-            base = None if full else repo.newest_verified_checkpoint(conn)
-            found: list[Discrepancy] = []
-            if base is not None:
-                digest = repo.checkpoint_digest(conn, base)
-                if digest != base.digest:
-                    found.append(
-                        Discrepancy(
-                            "checkpoint_digest", f"checkpoint {base.id}", base.digest, digest
-                        )
-                    )
-            states = repo.account_states(conn, base)
-            found += _account_findings(states)
-            lo = base.through_posting_id if base else 0
-            for txid, asset, total in repo.unbalanced_transactions(conn, lo):
+    with repo.snapshot(engine, read_only=True) as conn:
+        base = None if full else repo.newest_verified_checkpoint(conn)
+        found: list[Discrepancy] = []
+        if base is not None:
+            digest = repo.checkpoint_digest(conn, base)
+            if digest != base.digest:
                 found.append(
                     Discrepancy(
-                        "transaction_unbalanced", f"transaction {txid} {asset}", "0", str(total)
+                        "checkpoint_digest", f"checkpoint {base.id}", base.digest, digest
                     )
                 )
-            for txid in repo.transactions_without_postings(conn):
-                found.append(
-                    Discrepancy("transaction_empty", f"transaction {txid}", ">= 2 postings", "0")
+        states = repo.account_states(conn, base)
+        found += _account_findings(states)
+        lo = base.through_posting_id if base else 0
+        for txid, asset, total in repo.unbalanced_transactions(conn, lo):
+            found.append(
+                Discrepancy(
+                    "transaction_unbalanced", f"transaction {txid} {asset}", "0", str(total)
                 )
-            for kind, pid, amount, used in repo.over_consumed_postings(conn):
-                found.append(
-                    Discrepancy(
-                        f"posting_over_{kind}",
-                        f"posting {pid}",
-                        f"|{kind}| <= {abs(amount)}, opposite sign",
-                        str(used),
-                    )
+            )
+        for txid in repo.transactions_without_postings(conn):
+            found.append(
+                Discrepancy("transaction_empty", f"transaction {txid}", ">= 2 postings", "0")
+            )
+        for kind, pid, amount, used in repo.over_consumed_postings(conn):
+            found.append(
+                Discrepancy(
+                    f"posting_over_{kind}",
+                    f"posting {pid}",
+                    f"|{kind}| <= {abs(amount)}, opposite sign",
+                    str(used),
                 )
+            )
     return VerifyReport(found, len(states), base.id if base else None, lo)
 
 
@@ -193,10 +189,8 @@ def create_checkpoint(engine: Engine) -> repo.CheckpointRecord:
     and marked verified only if the stored balances agree with it and the postings after it.
     """
     watermark = run_in_transaction(engine, lambda uow: repo.posting_watermark(uow.conn))
-    with engine.connect() as conn:
-        conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        with conn.begin():
-            base = repo.newest_verified_checkpoint(conn)
-            if base is not None and base.through_posting_id >= watermark:
-                return base
-            return repo.insert_checkpoint(conn, base, watermark)
+    with repo.snapshot(engine, read_only=False) as conn:
+        base = repo.newest_verified_checkpoint(conn)
+        if base is not None and base.through_posting_id >= watermark:
+            return base
+        return repo.insert_checkpoint(conn, base, watermark)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -176,77 +176,6 @@ def fingerprint(entry: Entry) -> str:
     }
     blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-#: Parameter arrays of ``ledger_post_arrays``: one element per entry, then one per line.
-PostArrays = tuple[list[Any], ...]
-
-
-def to_arrays(entries: Sequence[Entry]) -> PostArrays:
-    """What ``ledger_post_arrays`` takes: 11 arrays with one element per entry (key,
-    fingerprint, kind, reference, effective time, reason, source, reversed transaction,
-    out-of-period flag, metadata as JSON text, number of lines), then 5 with one per line, entry
-    by entry (account id, asset id, amount as a decimal string, closed and reversed posting)."""
-    keys: list[Any] = []
-    fps: list[Any] = []
-    kinds: list[Any] = []
-    refs: list[Any] = []
-    effs: list[Any] = []
-    reasons: list[Any] = []
-    sources: list[Any] = []
-    revs: list[Any] = []
-    oops: list[Any] = []
-    metas: list[Any] = []
-    counts: list[Any] = []
-    accounts: list[Any] = []
-    assets: list[Any] = []
-    amounts: list[Any] = []
-    closes: list[Any] = []
-    reverses: list[Any] = []
-    for entry in entries:
-        keys.append(entry.idempotency_key)
-        fps.append(fingerprint(entry))
-        kinds.append(entry.kind)
-        refs.append(entry.reference)
-        effs.append(entry.effective_at)
-        reasons.append(entry.reason)
-        sources.append(entry.source)
-        revs.append(entry.reverses_transaction_id)
-        oops.append(entry.out_of_period)
-        metas.append(json.dumps(dict(entry.metadata)) if entry.metadata else "{}")
-        counts.append(len(entry.lines))
-        for line in entry.lines:
-            accounts.append(line.account.id)
-            assets.append(line.account.asset.id)
-            amounts.append(str(line.amount_minor))
-            closes.append(line.closes_posting_id)
-            reverses.append(line.reverses_posting_id)
-    return (keys, fps, kinds, refs, effs, reasons, sources, revs, oops, metas, counts,
-            accounts, assets, amounts, closes, reverses)
-
-
-#: Parameters of ``ledger_post_one``: key, fingerprint, kind, reference, effective time, reason,
-#: source, out-of-period flag, metadata as JSON text, then the lines' account ids, asset ids and
-#: amounts (decimal strings).
-OneParams = tuple[Any, ...]
-
-
-def is_plain(entry: Entry) -> bool:
-    """Whether ``entry`` reverses and closes nothing: what ``ledger_post_one`` takes."""
-    return entry.reverses_transaction_id is None and all(
-        line.closes_posting_id is None and line.reverses_posting_id is None
-        for line in entry.lines)
-
-
-def to_one_params(entry: Entry) -> OneParams:
-    """What ``ledger_post_one`` takes for a plain entry (``is_plain``)."""
-    assert is_plain(entry), "entries that reverse or close go through ledger_post_arrays"
-    return (entry.idempotency_key, fingerprint(entry), entry.kind, entry.reference,
-            entry.effective_at, entry.reason, entry.source, entry.out_of_period,
-            json.dumps(dict(entry.metadata)) if entry.metadata else "{}",
-            [line.account.id for line in entry.lines],
-            [line.account.asset.id for line in entry.lines],
-            [str(line.amount_minor) for line in entry.lines])
 
 
 def format_amount(amount_minor: int, scale: int) -> str:

@@ -148,10 +148,10 @@ def post(uow: UnitOfWork, entry: Entry) -> Posted:
     another request: IdempotencyConflict. A flag that would be violated: InsufficientFunds, and
     nothing is written. Retries on serialization failures belong to the caller's unit of work.
     """
-    if model.is_plain(entry):
+    if repo.is_plain(entry):
         model.validate_entry(entry)
         outcome = _outcome(entry.idempotency_key,
-                           *repo.post_one(uow.conn, model.to_one_params(entry)))
+                           *repo.post_one(uow.conn, repo.to_one_params(entry)))
     else:
         outcome = post_batch(uow, [entry])[0]
     return _posted(outcome)
@@ -179,7 +179,7 @@ def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutc
 
 
 def _post_batch_with(
-    send: Callable[[model.PostArrays], list[tuple[str, int | None]]],
+    send: Callable[[repo.PostArrays], list[tuple[str, int | None]]],
     entries: Sequence[Entry],
 ) -> list[BatchOutcome]:
     """Validate ``entries``, ``send`` their payloads and build the outcomes.
@@ -191,7 +191,7 @@ def _post_batch_with(
     """
     for entry in entries:
         model.validate_entry(entry)
-    results = send(model.to_arrays(entries)) if entries else []
+    results = send(repo.to_arrays(entries)) if entries else []
     return [_outcome(e.idempotency_key, status, txid)
             for e, (status, txid) in zip(entries, results, strict=True)]
 
@@ -221,10 +221,10 @@ def post_entry(engine: Engine, entry: Entry, *, attempts_max: int = 8) -> Posted
     a COMMIT travels from the client. An entry that reverses or closes nothing goes through
     ``ledger_post_one``, the others through ``ledger_post_arrays`` (as a batch of one).
     """
-    if not model.is_plain(entry):
+    if not repo.is_plain(entry):
         return _posted(post_entries(engine, [entry], attempts_max=attempts_max)[0])
     model.validate_entry(entry)
-    params = model.to_one_params(entry)
+    params = repo.to_one_params(entry)
     status, txid = _retried(lambda: repo.post_one_alone(engine, params), attempts_max)
     return _posted(_outcome(entry.idempotency_key, status, txid))
 

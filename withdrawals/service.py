@@ -40,7 +40,10 @@ from withdrawals.errors import (
     WriteOffRefused,
 )
 from withdrawals.model import Effect, Event, State, Transition
-from withdrawals.repository import WithdrawalRecord
+
+# The record this service returns, re-exported for its callers (routes never import a
+# repository).
+from withdrawals.repository import WithdrawalRecord as WithdrawalRecord
 
 log = logging.getLogger("withdrawals")
 SOURCE = "withdrawals"
@@ -391,6 +394,15 @@ def get_withdrawal(engine: Engine, withdrawal_id: int) -> WithdrawalRecord:
     if w is None:
         raise WithdrawalNotFound(f"no withdrawal {withdrawal_id}")
     return w
+
+
+def unknown_outcomes(uow: UnitOfWork, chain: str, *, limit: int) -> list[WithdrawalRecord]:
+    """Withdrawals of ``chain`` whose outcome is unknown (``unknown`` or awaiting a write-off),
+    oldest first, at most ``limit``."""
+    ids = repo.list_ids_in_states(uow.conn, chain, [State.UNKNOWN, State.AWAITING_WRITE_OFF],
+                                  limit)
+    found = [repo.get_withdrawal(uow.conn, wid) for wid in ids]
+    return [w for w in found if w is not None]
 
 
 # --- approvals, rejection, cancel -----------------------------------------------------------

@@ -30,7 +30,7 @@ def deposit_timeline(
     ctx = context(request)
     entries = deposits.timeline(uow, chain, tx_hash)
     users = {e.deposit.user_id for e in entries if e.deposit.user_id is not None}
-    visible = auth.visible_users(uow.conn, principal, users)
+    visible = auth.visible_users(uow, principal, users)
     if principal.scope not in auth.STAFF:
         entries = [e for e in entries if e.deposit.user_id in visible]
     if not entries:

@@ -23,7 +23,6 @@ from api.ratelimit import RateLimits
 from config.chains import ChainConfig, ChainsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
-from deposits import repository as deposits_repo
 from deposits import service as deposits
 from deposits.errors import DepositNotFound
 from withdrawals.service import IncomingTransfer
@@ -107,7 +106,7 @@ class ApiContext:
         if found is None:
             return False
         with UnitOfWork(self.engine) as uow:
-            return bool(deposits_repo.users_of_addresses(uow.conn, found.family, [address]))
+            return deposits.is_deposit_address(uow, found.family, address)
 
     def find(self, chain: str, tx_hash: str, position: str) -> IncomingTransfer | None:
         """The incoming transfer with this deposit key, as the deposit histories know it."""

@@ -10,7 +10,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -19,12 +18,11 @@ from api.auth import StaffReader
 from api.routes.deps import AUTHED, ApiContext, Uow, context, problems
 from api.routes.views import scale_of
 from api.schemas import Health
+from config.database import is_reachable
 from config.uow import UnitOfWork
-from deposits import repository as deposits_repo
 from deposits import service as deposits
 from ledger.model import format_amount
-from withdrawals import repository as withdrawals_repo
-from withdrawals.model import State
+from withdrawals import service as withdrawals
 
 router = APIRouter(tags=["system"])
 #: Bounds of each metric's read, so that a scrape stays cheap whatever the backlog.
@@ -45,10 +43,7 @@ def register_metric(name: str, help_text: str,
             responses={503: {"model": Health, "description": "Database unreachable"}})
 def healthz(request: Request) -> JSONResponse:
     """200 when the database answers, 503 otherwise. No authentication."""
-    try:
-        with UnitOfWork(context(request).engine) as uow:
-            uow.conn.execute(sa.text("SELECT 1"))
-    except sa.exc.DBAPIError:
+    if not is_reachable(context(request).engine):
         return JSONResponse({"status": "database_unavailable"}, status_code=503)
     return JSONResponse({"status": "ok"})
 
@@ -66,11 +61,7 @@ def _unknown_withdrawals(ctx: ApiContext, uow: UnitOfWork, now: datetime) -> lis
     total: dict[tuple[str, str], int] = defaultdict(int)
     oldest: dict[tuple[str, str], float] = defaultdict(float)
     for chain in sorted(ctx.chains.chains):
-        ids = withdrawals_repo.list_ids_in_states(
-            uow.conn, chain, [State.UNKNOWN, State.AWAITING_WRITE_OFF], UNKNOWN_SCAN_MAX)
-        for wid in ids:
-            w = withdrawals_repo.get_withdrawal(uow.conn, wid)
-            assert w is not None
+        for w in withdrawals.unknown_outcomes(uow, chain, limit=UNKNOWN_SCAN_MAX):
             key = (chain, w.asset_code)
             count[key] += 1
             total[key] += w.amount_minor
@@ -89,8 +80,7 @@ def _unknown_withdrawals(ctx: ApiContext, uow: UnitOfWork, now: datetime) -> lis
 def _waiting_deposits(ctx: ApiContext, uow: UnitOfWork, now: datetime) -> list[list[Sample]]:
     counts, ages = [], []
     for chain in sorted(ctx.chains.chains):
-        rows = deposits_repo.deposits_in_states(uow.conn, chain, ["included", "unconfirmed"],
-                                                limit=WAITING_SCAN_MAX)
+        rows = deposits.waiting_for_finality(uow, chain, limit=WAITING_SCAN_MAX)
         age = max(((now - d.first_seen_at).total_seconds() for d in rows), default=0.0)
         counts.append(({"chain": chain}, str(len(rows))))
         ages.append(({"chain": chain}, f"{age:.0f}"))
@@ -126,14 +116,14 @@ def metrics(
                      "not final yet.", waiting[0])
     lines += _family("custody_deposits_waiting_finality_age_seconds", "Age of the oldest one.",
                      waiting[1])
-    pending, oldest, failed = outbox.undelivered(uow.conn, now)
+    pending, oldest, failed = outbox.undelivered(uow, now)
     lines += _family("custody_outbox_undelivered", "Webhook deliveries still pending.",
                      [({}, str(pending))])
     lines += _family("custody_outbox_oldest_undelivered_age_seconds", "Age of the oldest event "
                      "with a pending delivery (0: none).", [({}, f"{oldest or 0:.0f}")])
     lines += _family("custody_outbox_failed", "Webhook deliveries that gave up (retries "
                      "exhausted): they need a replay.", [({}, str(failed))])
-    runs = jobs.last_runs(uow.conn)
+    runs = jobs.last_runs(uow)
     lines += _family("custody_job_last_run_age_seconds", "Seconds since the newest run of each "
                      "job ended (run log kept a day).",
                      [({"job": r.job}, f"{max(0.0, (now - r.finished_at).total_seconds()):.0f}")

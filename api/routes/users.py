@@ -35,7 +35,6 @@ from api.schemas import (
     parse_instant,
 )
 from config.uow import UnitOfWork
-from deposits import repository as deposits_repo
 from deposits import service as deposits
 from ledger import service as ledger
 
@@ -56,7 +55,7 @@ def create_user(
 ) -> User:
     """A new user owned by the calling client; the same ``reference`` returns the same user
     (200 instead of 201)."""
-    record, created = auth.create_user(uow.conn, principal.client_id,
+    record, created = auth.create_user(uow, principal.client_id,
                                        body.reference if body else None)
     uow.commit()
     if not created:
@@ -76,9 +75,9 @@ def assign_address(
 ) -> DepositAddress:
     """The user's deposit address on ``chain``: the existing one (200) or a new one (201)."""
     ctx = context(request)
-    auth.check_user(uow.conn, principal, user_id)
+    auth.check_user(uow, principal, user_id)
     chain = ctx.chain(body.chain)
-    if deposits_repo.address_of_user(uow.conn, chain.family, user_id) is not None:
+    if deposits.address_of_user(uow, chain.family, user_id) is not None:
         response.status_code = 200
     address = deposits.assign_address(uow, chain.family, user_id,
                                       ctx.address_source(chain.family))
@@ -96,8 +95,8 @@ def list_addresses(
 ) -> DepositAddresses:
     """One entry per configured chain whose family has an address for the user."""
     ctx = context(request)
-    auth.check_user(uow.conn, principal, user_id)
-    by_family = {f: deposits_repo.address_of_user(uow.conn, f, user_id)
+    auth.check_user(uow, principal, user_id)
+    by_family = {f: deposits.address_of_user(uow, f, user_id)
                  for f in sorted({c.family for c in ctx.chains.chains.values()})}
     return DepositAddresses(user_id=user_id, addresses=[
         DepositAddress(chain=c.name, family=c.family, address=address)
@@ -209,7 +208,7 @@ def list_deposits(
     The cursor is the id of the last deposit of the previous page (keyset pagination).
     """
     ctx = context(request)
-    auth.check_user(uow.conn, principal, user_id)
+    auth.check_user(uow, principal, user_id)
     before = int(cursor) if cursor is not None else None
     rows = deposits.user_deposits(uow, user_id, limit=limit + 1, before_id=before)
     page = rows[:limit]
@@ -234,7 +233,7 @@ def user_statement(
     """Why is my balance X: every posting on the user's wallet and withdrawals accounts, oldest
     first, with its kind, reference and reason and the available and posted balances after it.
     """
-    auth.check_user(uow.conn, principal, user_id)
+    auth.check_user(uow, principal, user_id)
     scale = ledger.get_asset(uow, asset).scale
     after = int(cursor) if cursor is not None else 0
     lines = ledger.statement(uow, user_id, asset, after_posting_id=after, limit=limit + 1)

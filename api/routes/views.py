@@ -17,10 +17,8 @@ from api.schemas import (
     ledger_transaction,
 )
 from config.chains import ChainsConfig
-from deposits.repository import CaseRecord, DepositRecord
-from deposits.service import TimelineEntry
-from withdrawals.repository import WithdrawalRecord
-from withdrawals.service import Timeline
+from deposits.service import CaseRecord, DepositRecord, TimelineEntry
+from withdrawals.service import Timeline, WithdrawalRecord
 
 
 def scale_of(chains: ChainsConfig, asset_code: str) -> int:

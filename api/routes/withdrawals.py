@@ -28,7 +28,7 @@ from api.schemas import (
 from config.uow import UnitOfWork
 from withdrawals import service
 from withdrawals.errors import WithdrawalNotFound
-from withdrawals.repository import WithdrawalRecord
+from withdrawals.service import WithdrawalRecord
 
 router = APIRouter(prefix="/v1", tags=["withdrawals"])
 WithdrawalId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Withdrawal id.")]
@@ -38,7 +38,7 @@ def _visible(ctx: ApiContext, principal: Principal, withdrawal_id: int) -> Withd
     """The withdrawal, if the principal may see it (another client's: 404 as if absent)."""
     w = service.get_withdrawal(ctx.engine, withdrawal_id)
     with UnitOfWork(ctx.engine) as uow:
-        if not auth.visible_users(uow.conn, principal, [w.user_id]):
+        if not auth.visible_users(uow, principal, [w.user_id]):
             raise WithdrawalNotFound(f"no withdrawal {withdrawal_id}")
     return w
 
@@ -56,7 +56,7 @@ def create_withdrawal(
     check. Amounts above the configured thresholds wait for approvers."""
     ctx = context(request)
     with UnitOfWork(ctx.engine) as uow:
-        auth.check_user(uow.conn, principal, user_id)
+        auth.check_user(uow, principal, user_id)
     amount_minor = parse_minor(body.amount)
 
     def work(key: str) -> tuple[int, Withdrawal]:

@@ -3,14 +3,14 @@
 ``api`` is the app on this test's migrated database (runs as custody_app), served by a real
 uvicorn on a free local port (in a thread of the test process) and called with httpx, with one
 API key per principal below. The configuration is the withdrawal tests' (chain ``devnet``,
-USDC scale 6, ETH scale 18) plus an xpub address source (anvil's dev mnemonic, account 1).
+USDC scale 6, ETH scale 18; ``devtools.config``) plus an xpub address source (anvil's dev
+mnemonic, account 1).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import tomllib
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,31 +28,27 @@ from api.app import create_app
 from api.auth import create_key
 from api.ratelimit import RateLimits
 from api.routes.deps import utc_now
-from chains.addresses import xpub_from_mnemonic
-from chains.anvil import DEV_MNEMONIC
 from chains.model import ObservedTransfer
-from config.chains import ChainsConfig, parse_chains_config
+from config.chains import ChainsConfig
 from config.uow import UnitOfWork
-from config.withdrawals import WithdrawalsConfig, parse_withdrawals_config
+from config.withdrawals import WithdrawalsConfig
 from deposits import service as deposits
 from deposits.scanner import Observation
+from devtools.config import DEV_TOKEN, dev_config, dev_configs, dev_xpub
 from ledger import repository as ledger_repo
 from tests.ledger.conftest import book  # noqa: F401  (a fixture, registered by import)
-from tests.withdrawals.conftest import config_toml, fund, open_book
+from tests.withdrawals.conftest import TEST_HOT_KEY_ENV, fund, open_book
 
 #: Principals and the scope of their key.
 PRINCIPALS = {"acme": "client", "globex": "client", "sam": "support", "carol": "admin",
               "dave": "admin", "alice": "approver", "bob": "approver"}
-XPUB = xpub_from_mnemonic(DEV_MNEMONIC, account=1)
+XPUB = dev_xpub()
 DEST = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
 
 
 def configs() -> tuple[ChainsConfig, WithdrawalsConfig]:
     """Chains and withdrawals configuration of the API tests."""
-    data = tomllib.loads(config_toml() + f'\n[address_sources.evm]\nkind = "xpub"\n'
-                                         f'xpub = "{XPUB}"\n')
-    chains = parse_chains_config(data)
-    return chains, parse_withdrawals_config(data, chains)
+    return dev_configs(dev_config(hot_key_env=TEST_HOT_KEY_ENV, xpub=True))
 
 
 @dataclass
@@ -143,7 +139,7 @@ def api(engine: Engine) -> Iterator[Api]:
         yield running
 
 
-FAKE_TOKEN = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
+FAKE_TOKEN = DEV_TOKEN
 SENDER = "0x" + "11" * 20
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chains.anvil import free_port
+from devtools.anvil import free_port
 
 RUN = "from api.cli_service import service_cli; service_cli(prog_name='custody')"
 

@@ -14,7 +14,11 @@ from sqlalchemy.engine import Engine
 
 from api.app import create_app
 from api.auth import create_key
-from api.e2e import (
+from api.jobs import Intervals, Scheduler, build_jobs
+from api.outbox import set_endpoint
+from config.chains import parse_chains_config
+from config.withdrawals import parse_withdrawals_config
+from devtools.e2e import (
     HOT_KEY_ENV,
     Devchain,
     Scenario,
@@ -23,10 +27,6 @@ from api.e2e import (
     open_company_book,
     start_devchain,
 )
-from api.jobs import Intervals, Scheduler, build_jobs
-from api.outbox import set_endpoint
-from config.chains import parse_chains_config
-from config.withdrawals import parse_withdrawals_config
 from ledger.integrity import verify
 
 CONFIRMATIONS = 3

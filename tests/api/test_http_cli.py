@@ -44,14 +44,13 @@ def test_api_serves_from_several_worker_processes(database_url: str, engine: Eng
                                                   tmp_path: Path) -> None:
     import httpx
 
-    from chains.anvil import free_port
-    from tests.api.conftest import XPUB
-    from tests.withdrawals.conftest import config_toml
+    from devtools.anvil import free_port
+    from devtools.config import dev_config, to_toml
+    from tests.withdrawals.conftest import TEST_HOT_KEY_ENV
 
     assert "--workers" in custody(database_url, "api", "--help").stdout
     config = tmp_path / "custody.toml"
-    config.write_text(config_toml() + f'\n[address_sources.evm]\nkind = "xpub"\n'
-                                      f'xpub = "{XPUB}"\n')
+    config.write_text(to_toml(dev_config(hot_key_env=TEST_HOT_KEY_ENV, xpub=True)))
     port = free_port()
     env = {**os.environ, "CUSTODY_DATABASE_URL": database_url}
     server = subprocess.Popen(

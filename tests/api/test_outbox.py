@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from api import outbox
-from api.e2e import WebhookReceiver
 from config.uow import UnitOfWork
+from devtools.e2e import WebhookReceiver
 from tests.api.conftest import Api, configs, seed_deposit
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chains.anvil import AnvilNode, Contract
+from devtools.anvil import AnvilNode, Contract
 
 SLOTS_IN_AN_EPOCH = 2
 

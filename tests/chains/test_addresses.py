@@ -14,7 +14,7 @@ from chains.addresses import (
     xpub_from_mnemonic,
     xpub_from_seed,
 )
-from chains.anvil import DEV_ACCOUNTS, DEV_MNEMONIC
+from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC
 
 OTHER_MNEMONIC = (
     "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode, find_anvil_binary
-from chains.errors import AnvilUnavailable, RpcUnavailable
+from chains.errors import RpcUnavailable
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode, AnvilUnavailable, find_anvil_binary
 
 pytestmark = pytest.mark.anvil
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode, Contract
 from chains.evm import (
     TRANSFER_TOPIC,
     decode_block_logs_transfers,
@@ -14,6 +13,7 @@ from chains.evm import (
     is_erc20_transfer_log,
 )
 from chains.model import ObservedTransfer
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode, Contract
 
 pytestmark = pytest.mark.anvil
 

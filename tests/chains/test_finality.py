@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode
 from chains.model import (
     Confirmations,
     FinalityEvidence,
@@ -12,6 +11,7 @@ from chains.model import (
     FinalizedTag,
     evaluate_finality,
 )
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode
 
 pytestmark = pytest.mark.anvil
 

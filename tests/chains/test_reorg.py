@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode
 from chains.evm import decode_receipt_transfers, encode_call
 from chains.model import advance_cursor, cursor_heights, detect_reorg, find_common_ancestor
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode
 
 pytestmark = pytest.mark.anvil
 

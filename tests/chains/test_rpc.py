@@ -15,11 +15,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode, Contract, free_port
 from chains.errors import ChainError, RpcError, RpcUnavailable
 from chains.evm import TRANSFER_TOPIC, encode_call
 from chains.model import BlockHeader
 from chains.rpc import RpcCall, RpcClient
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode, Contract, free_port
 
 pytestmark = pytest.mark.anvil
 

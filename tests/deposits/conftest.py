@@ -17,19 +17,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from chains.addresses import MnemonicAddressSource
-from chains.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
 from config.chains import ChainsConfig, parse_chains_config
 from config.uow import UnitOfWork
 from deposits import service
 from deposits.attestors import Attestor
 from deposits.watcher import StepReport, Watcher
+from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
+from devtools.config import dev_config
 from ledger import chart
 from ledger import service as ledger
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SLOTS_IN_AN_EPOCH = 2
 ALICE, BOB, CAROL, DAVE, EVE = DEV_ACCOUNTS
-ASSETS = {"ETH": {"scale": 18}, "USDC": {"scale": 6}, "DAI": {"scale": 18}}
 
 
 @dataclass
@@ -60,22 +60,20 @@ class Rig:
     def config(self) -> ChainsConfig:
         """The chain configuration of this rig."""
         t = self.tokens
-        return parse_chains_config({
-            "assets": ASSETS,
-            "chains": {self.chain: {
-                "chain_id": 31337, "rpc_url": self.node.url, "finality": self.finality,
-                "native_asset": "ETH", "native_minimum": "0.001", "attestor": self.attestor,
-                "scan_blocks_max": 50, "rpc_timeout_ms": 5000, "rpc_retries_max": 2,
-                "tokens": [
-                    {"contract": t.usdc.address, "symbol": "USDC", "asset": "USDC",
-                     "decimals": 6, "minimum": "1.00"},
-                    {"contract": t.usdc18.address, "symbol": "USDC18", "asset": "USDC",
-                     "decimals": 18, "minimum": "0"},
-                    {"contract": t.dai.address, "symbol": "DAI", "asset": "DAI",
-                     "decimals": 18, "minimum": "0"},
-                ],
-            }},
-        })
+        doc = dev_config(rpc_url=self.node.url, token=t.usdc.address, chain=self.chain,
+                         finality=self.finality, hot_wallet=None, chain_options={
+                             "native_minimum": "0.001", "attestor": self.attestor,
+                             "scan_blocks_max": 50, "rpc_timeout_ms": 5000,
+                             "rpc_retries_max": 2})
+        # Beyond the development configuration: a second USDC contract with 18 decimals, DAI.
+        doc["assets"]["DAI"] = {"scale": 18}
+        doc["chains"][self.chain]["tokens"] += [
+            {"contract": t.usdc18.address, "symbol": "USDC18", "asset": "USDC", "decimals": 18,
+             "minimum": "0"},
+            {"contract": t.dai.address, "symbol": "DAI", "asset": "DAI", "decimals": 18,
+             "minimum": "0"},
+        ]
+        return parse_chains_config(doc)
 
     def watcher(self, attestor: Attestor | None = None) -> Watcher:
         """A watcher of the rig's chain (a new one: caches start empty)."""

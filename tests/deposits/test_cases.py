@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from chains.anvil import AnvilNode
 from chains.model import Confirmations
 from config.uow import UnitOfWork
 from deposits import service
 from deposits.attestors import NodeReceiptAttestor
 from deposits.errors import NotificationInvalid
+from devtools.anvil import AnvilNode
 from ledger.integrity import verify
 from tests.deposits.conftest import ALICE, CAROL, Rig
 

@@ -25,8 +25,9 @@ from config.uow import UnitOfWork
 from deposits.errors import WatcherBusy
 from deposits.jobs import run_watch
 from deposits.watcher import Watcher
+from devtools.config import dev_config, to_toml
 from ledger.integrity import verify
-from tests.deposits.conftest import ASSETS, NOW, Rig
+from tests.deposits.conftest import NOW, Rig
 
 pytestmark = [pytest.mark.anvil, pytest.mark.slow]
 KILLS = int(os.environ.get("CRASH_KILLS", "55"))
@@ -34,15 +35,12 @@ CONFIRMATIONS = 3
 
 
 def _config_file(rig: Rig, path: Path) -> Path:
-    usdc = rig.tokens.usdc.address
-    path.write_text(
-        "".join(f'[assets.{code}]\nscale = {a["scale"]}\n' for code, a in ASSETS.items())
-        + f'[chains.dev]\nchain_id = 31337\nrpc_url = "{rig.node.url}"\n'
-        f'finality = "confirmations:{CONFIRMATIONS}"\nnative_asset = "ETH"\n'
-        'native_minimum = "0"\nscan_blocks_max = 4\npoll_interval_s = 0.05\n'
-        'rpc_timeout_ms = 3000\nrpc_retries_max = 1\n'
-        f'[[chains.dev.tokens]]\ncontract = "{usdc}"\nsymbol = "USDC"\nasset = "USDC"\n'
-        'decimals = 6\nminimum = "0"\n')
+    doc = dev_config(rpc_url=rig.node.url, token=rig.tokens.usdc.address, chain=rig.chain,
+                     finality=f"confirmations:{CONFIRMATIONS}", token_minimum="0",
+                     hot_wallet=None, chain_options={
+                         "native_minimum": "0", "scan_blocks_max": 4, "poll_interval_s": 0.05,
+                         "rpc_timeout_ms": 3000, "rpc_retries_max": 1})
+    path.write_text(to_toml(doc))
     return path
 
 

@@ -8,9 +8,9 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from chains.addresses import MnemonicAddressSource, XpubAddressSource, xpub_from_mnemonic
-from chains.anvil import DEV_MNEMONIC
 from config.uow import UnitOfWork, sqlstate
 from deposits import service
+from devtools.anvil import DEV_MNEMONIC
 
 TX = "0x" + "ab" * 32
 

@@ -10,10 +10,10 @@ from eth_account import Account
 from eth_utils.address import to_checksum_address
 from sqlalchemy.engine import Engine
 
-from chains.anvil import DEV_ACCOUNTS, AnvilNode, Contract
 from chains.evm import TRANSFER_TOPIC
 from config.chains import ChainsConfig
 from config.withdrawals import WithdrawalsConfig
+from devtools.anvil import DEV_ACCOUNTS, AnvilNode, Contract
 from withdrawals import processor
 from withdrawals.processor import ChainContext, StepReport
 

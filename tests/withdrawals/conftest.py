@@ -1,4 +1,5 @@
-"""Withdrawal fixtures: a configuration (written as real TOML), a funded ledger, own addresses.
+"""Withdrawal fixtures: a configuration (``devtools.config``, written as real TOML), a funded
+ledger, own addresses.
 
 The chain is ``devnet`` (chain id 31337). USDC has scale 6 in the ledger and 6 decimals on
 chain; ETH has 18 and 18. Tests that need a chain start their own anvil (see test_processor).
@@ -15,18 +16,29 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from config.chains import ChainsConfig, parse_chains_config
+from config.chains import ChainsConfig
 from config.uow import UnitOfWork
-from config.withdrawals import WithdrawalsConfig, parse_withdrawals_config
+from config.withdrawals import WithdrawalsConfig
+from devtools.config import (
+    DEV_CHAIN,
+    DEV_HOT_WALLET,
+    DEV_TOKEN,
+    NO_NODE_URL,
+    dev_config,
+    dev_configs,
+    to_toml,
+)
 from ledger import chart
 from ledger import service as ledger
 from ledger.model import Entry, credit, debit
 from withdrawals.service import Actor, WithdrawalRequest
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-CHAIN = "devnet"
-FAKE_TOKEN = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
-HOT = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+CHAIN = DEV_CHAIN
+FAKE_TOKEN = DEV_TOKEN
+HOT = DEV_HOT_WALLET
+#: The variable the tests' hot wallet key is read from.
+TEST_HOT_KEY_ENV = "CUSTODY_TEST_HOT_KEY"
 #: A valid EIP-55 destination (anvil's dev account 2) and its lower-case form.
 DEST = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
 ALICE = Actor("alice", frozenset({"approver"}))
@@ -35,78 +47,17 @@ CAROL = Actor("carol", frozenset({"admin"}))
 DAVE = Actor("dave", frozenset({"admin"}))
 
 
-def config_toml(*, token: str = FAKE_TOKEN, hot: str = HOT, rpc_url: str = "http://127.0.0.1:1",
-                finality: str = "confirmations:3", extra: str = "") -> str:
-    """The whole configuration file (chains and withdrawals) as TOML text."""
-    return f"""
-[assets.ETH]
-scale = 18
-[assets.USDC]
-scale = 6
-
-[chains.devnet]
-family = "evm"
-chain_id = 31337
-rpc_url = "{rpc_url}"
-finality = "{finality}"
-native_asset = "ETH"
-native_decimals = 18
-
-[[chains.devnet.tokens]]
-contract = "{token}"
-symbol = "USDC"
-asset = "USDC"
-decimals = 6
-minimum = "1.00"
-
-[withdrawals]
-escalate_after_s = 3600
-bump_after_s = 3600
-bump_percent = 25
-attempts_max = 5
-open_item_sla_s = 7200
-{extra}
-
-[withdrawals.roles]
-approvers = ["alice", "bob"]
-admins = ["carol", "dave"]
-
-[withdrawals.hot_wallets.devnet]
-address = "{hot}"
-signer = "local_key"
-key_env = "CUSTODY_TEST_HOT_KEY"
-gas_limit_token = 100000
-priority_fee_wei = 1000000000
-max_fee_per_gas_cap_wei = 200000000000
-
-[[withdrawals.assets]]
-chain = "devnet"
-asset = "USDC"
-token = "{token}"
-minimum = "1.00"
-maximum = "100000"
-fee = "0.40"
-fee_max = "2.00"
-daily_limit = "20000"
-approval_threshold = "1000"
-dual_approval_threshold = "5000"
-
-[[withdrawals.assets]]
-chain = "devnet"
-asset = "ETH"
-minimum = "0.001"
-maximum = "100"
-fee = "0.0001"
-fee_max = "0.0005"
-daily_limit = "1000"
-"""
+def config_toml(*, token: str = FAKE_TOKEN, hot: str = HOT, rpc_url: str = NO_NODE_URL,
+                finality: str = "confirmations:3") -> str:
+    """The whole configuration file (chains and withdrawals) as TOML text (``devtools.config``;
+    the hot wallet's key is read from ``CUSTODY_TEST_HOT_KEY``)."""
+    return to_toml(dev_config(rpc_url=rpc_url, token=token, finality=finality, hot_wallet=hot,
+                              hot_key_env=TEST_HOT_KEY_ENV))
 
 
 def load(text: str) -> tuple[ChainsConfig, WithdrawalsConfig]:
     """Parse the TOML text into both configurations."""
-    data = tomllib.loads(text)
-    chains = parse_chains_config(data)
-    return chains, parse_withdrawals_config(data, chains)
+    return dev_configs(tomllib.loads(text))
 
 
 @dataclass

@@ -12,10 +12,10 @@ from sqlalchemy.engine import Engine
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
 from ledger.integrity import verify
+from tests.support.fault_proxy import FaultProxy
 from withdrawals import errors, processor, service
 from withdrawals import repository as repo
 from withdrawals.model import State
-from withdrawals.testing import FaultProxy
 
 from .chainkit import KEY_ENV, Devnet, start_devnet
 from .conftest import (

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chains.errors import AnvilUnavailable, ChainError
+from chains.errors import ChainError
 from chains.evm import decode_output, encode_call, encode_constructor
 from chains.rpc import RpcClient, to_quantity
 
@@ -46,6 +46,12 @@ DEV_ACCOUNTS = (
     "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
     "0x15d34aaf54267db7d7c367839aaf71a00a2c6a65",
 )
+
+
+class AnvilUnavailable(ChainError):
+    """The anvil binary cannot be found, installed or started (tests and demo only)."""
+
+    code = "anvil_unavailable"
 
 
 def find_anvil_binary(project_root: Path = PROJECT_ROOT, *, install: bool = True) -> str:
@@ -106,7 +112,7 @@ def free_port() -> int:
 
 
 def load_artifact(name: str) -> dict[str, Any]:
-    """A compiled contract from ``chains/contracts/<name>.json`` (``abi`` and ``bytecode``)."""
+    """A compiled contract from ``devtools/contracts/<name>.json`` (``abi`` and ``bytecode``)."""
     artifact: dict[str, Any] = json.loads((CONTRACTS_DIR / f"{name}.json").read_text())
     return artifact
 
@@ -343,7 +349,7 @@ class AnvilNode:
 
     def deploy(self, artifact: str | Mapping[str, Any], *ctor_args: Any,
                sender: str | None = None) -> Contract:
-        """Deploy a contract (artifact name in chains/contracts or the artifact itself).
+        """Deploy a contract (artifact name in devtools/contracts or the artifact itself).
 
         Waits for the receipt (mining a block if automine is off) and checks it succeeded.
         """

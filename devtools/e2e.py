@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from api.outbox import EVENT_ID_HEADER, SIGNATURE_HEADER, verify_signature
+from devtools.config import DEV_CHAIN
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class WebhookReceiver:
 
 #: Environment variable holding the demo hot wallet's key (a fresh key per run; dev only).
 HOT_KEY_ENV = "CUSTODY_DEMO_HOT_KEY"
-CHAIN = "devnet"
+CHAIN = DEV_CHAIN
 #: Where the demo withdraws to (anvil dev account 2, EIP-55).
 DESTINATION = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
 USDC = 10**6
@@ -132,80 +133,17 @@ class Devchain:
 
     def config_toml(self, *, confirmations: int, poll_interval_s: float = 0.2) -> str:
         """The whole configuration file (chains, address source, withdrawals)."""
-        from chains.addresses import xpub_from_mnemonic
-        from chains.anvil import DEV_MNEMONIC
+        from devtools.config import dev_config, to_toml
 
-        xpub = xpub_from_mnemonic(DEV_MNEMONIC, account=1)
-        return f"""# Written by the custody demo: a local chain (anvil), ETH and a test USDC token.
-# Finality: confirmations:{confirmations} = the block holding the transfer counts as the first
-# confirmation; a deposit is final once head - block + 1 >= {confirmations}.
-[assets.ETH]
-scale = 18
-[assets.USDC]
-scale = 6
-
-[chains.{CHAIN}]
-family = "evm"
-chain_id = 31337
-rpc_url = "{self.node.url}"
-finality = "confirmations:{confirmations}"
-native_asset = "ETH"
-native_decimals = 18
-native_minimum = "0.001"
-poll_interval_s = {poll_interval_s}
-rpc_timeout_ms = 5000
-
-[[chains.{CHAIN}.tokens]]
-contract = "{self.token.address}"
-symbol = "USDC"
-asset = "USDC"
-decimals = 6
-minimum = "1.00"
-
-[address_sources.evm]
-kind = "xpub"
-xpub = "{xpub}"
-
-[withdrawals]
-escalate_after_s = 3600
-bump_after_s = 3600
-bump_percent = 25
-attempts_max = 5
-open_item_sla_s = 7200
-
-[withdrawals.roles]
-approvers = ["alice", "bob"]
-admins = ["carol", "dave"]
-
-[withdrawals.hot_wallets.{CHAIN}]
-address = "{self.hot}"
-signer = "local_key"
-key_env = "{HOT_KEY_ENV}"
-gas_limit_token = 100000
-priority_fee_wei = 1000000000
-max_fee_per_gas_cap_wei = 200000000000
-
-[[withdrawals.assets]]
-chain = "{CHAIN}"
-asset = "USDC"
-token = "{self.token.address}"
-minimum = "1.00"
-maximum = "100000"
-fee = "0.40"
-fee_max = "2.00"
-daily_limit = "20000"
-approval_threshold = "1000"
-dual_approval_threshold = "5000"
-
-[[withdrawals.assets]]
-chain = "{CHAIN}"
-asset = "ETH"
-minimum = "0.001"
-maximum = "100"
-fee = "0.0001"
-fee_max = "0.0005"
-daily_limit = "1000"
-"""
+        doc = dev_config(rpc_url=self.node.url, token=self.token.address, chain=CHAIN,
+                         finality=f"confirmations:{confirmations}", hot_wallet=self.hot,
+                         hot_key_env=HOT_KEY_ENV, xpub=True, chain_options={
+                             "native_minimum": "0.001", "poll_interval_s": poll_interval_s,
+                             "rpc_timeout_ms": 5000})
+        return ("# Written by the custody demo: a local chain (anvil), ETH and a test USDC token.\n"
+                f"# Finality: confirmations:{confirmations} = the block holding the transfer "
+                "counts as the first\n# confirmation; a deposit is final once head - block + 1 "
+                f">= {confirmations}.\n" + to_toml(doc))
 
     def stop(self) -> None:
         """Stop the node."""
@@ -218,7 +156,7 @@ def start_devchain() -> Devchain:
     from eth_account import Account
     from eth_utils.address import to_checksum_address
 
-    from chains.anvil import DEV_ACCOUNTS, AnvilNode
+    from devtools.anvil import DEV_ACCOUNTS, AnvilNode
 
     node = AnvilNode.start(slots_in_an_epoch=2, no_mining=True)
     try:
@@ -343,7 +281,7 @@ class Scenario:
         """Users, deposits (one through a reorg), finality, a withdrawal to settlement."""
         from eth_utils.address import to_checksum_address
 
-        from chains.anvil import DEV_ACCOUNTS
+        from devtools.anvil import DEV_ACCOUNTS
 
         node = self.chain.node
         for name in ("alice", "bob"):

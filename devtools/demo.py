@@ -53,14 +53,14 @@ def _port(preferred: int) -> int:
             s.bind(("127.0.0.1", preferred))
             return preferred
         except OSError:
-            from chains.anvil import free_port
+            from devtools.anvil import free_port
 
             return free_port()
 
 
 def run_demo(console: Console, *, port: int = 8000) -> None:
     """Run the demo, then serve until Ctrl-C (or SIGTERM); stop everything it started."""
-    from api.e2e import start_devchain
+    from devtools.e2e import start_devchain
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
@@ -96,12 +96,12 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
 
     from api.app import create_app
     from api.auth import create_key
-    from api.e2e import HOT_KEY_ENV, Scenario, ServerThread, WebhookReceiver, open_company_book
     from api.jobs import Intervals, Scheduler, build_jobs
     from api.outbox import set_endpoint
     from config.chains import parse_chains_config
     from config.database import make_engine
     from config.withdrawals import parse_withdrawals_config
+    from devtools.e2e import HOT_KEY_ENV, Scenario, ServerThread, WebhookReceiver, open_company_book
 
     text = chain.config_toml(confirmations=CONFIRMATIONS)
     path = Path("var/demo/custody.toml")

@@ -1,0 +1,46 @@
+"""The scheduler's advisory locks and its run log (``job_runs``).
+
+Each job's lock is ``pg_advisory_lock(namespace, hashtext(job))`` at session level: the caller
+holds it on a connection of its own across the step's own transactions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+
+def try_lock(conn: Connection, namespace: int, job: str) -> bool:
+    """Take the job's session-level advisory lock unless another session holds it."""
+    return bool(conn.execute(sa.text("SELECT pg_try_advisory_lock(:ns, hashtext(:job))"),
+                             {"ns": namespace, "job": job}).scalar())
+
+
+def unlock(conn: Connection, namespace: int, job: str) -> None:
+    """Release the job's advisory lock taken by ``try_lock`` on this connection."""
+    conn.execute(sa.text("SELECT pg_advisory_unlock(:ns, hashtext(:job))"),
+                 {"ns": namespace, "job": job})
+
+
+def insert_run(conn: Connection, *, job: str, worker: str, started_at: datetime,
+               finished_at: datetime, outcome: str, detail: str | None) -> None:
+    """Log one run of a job."""
+    conn.execute(sa.text(
+        "INSERT INTO job_runs (job, worker, started_at, finished_at, outcome, "
+        "detail) VALUES (:j, :w, :s, :f, :o, :d)"),
+        {"j": job, "w": worker, "s": started_at, "f": finished_at, "o": outcome, "d": detail})
+
+
+def last_runs(conn: Connection) -> list[tuple[str, datetime, str, str | None]]:
+    """(job, finished at, outcome, detail) of the newest run of every job in the log."""
+    rows = conn.execute(sa.text(
+        "SELECT DISTINCT ON (job) job, finished_at, outcome, detail FROM job_runs "
+        "ORDER BY job, started_at DESC")).all()
+    return [(r.job, r.finished_at, r.outcome, r.detail) for r in rows]
+
+
+def delete_runs_before(conn: Connection, before: datetime) -> None:
+    """Drop the log's runs that started before ``before``."""
+    conn.execute(sa.text("DELETE FROM job_runs WHERE started_at < :t"), {"t": before})

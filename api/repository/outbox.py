@@ -1,0 +1,169 @@
+"""The outbox and its webhook deliveries (``outbox_events``, ``webhook_endpoints``,
+``webhook_deliveries``, ``webhook_attempts``).
+
+Events are written by triggers on the histories (migration 0005) and, for alerts, by
+``insert_alert``; the delivery rules (claims, retries, signatures) are in ``api.outbox``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+
+def upsert_endpoint(conn: Connection, client: int, url: str, secret: str, alerts: bool) -> int:
+    """Set (or replace, and re-enable) the client's endpoint; its id."""
+    return int(conn.execute(sa.text(
+        "INSERT INTO webhook_endpoints (client_id, url, secret, alerts) "
+        "VALUES (:c, :u, :s, :a) ON CONFLICT (client_id) DO UPDATE SET url = EXCLUDED.url, "
+        "secret = EXCLUDED.secret, alerts = EXCLUDED.alerts, updated_at = now(), "
+        "disabled_at = NULL RETURNING id"),
+        {"c": client, "u": url, "s": secret, "a": alerts}).scalar_one())
+
+
+@dataclass(frozen=True)
+class DueDelivery:
+    """A delivery claimed for one attempt, with its endpoint and event."""
+
+    delivery_id: int
+    attempt_no: int
+    url: str
+    secret: str
+    event_id: str
+    event_type: str
+    created_at: datetime
+    payload: dict[str, Any]
+
+
+def claim_due(conn: Connection, now: datetime, batch_max: int,
+              lease_until: datetime) -> list[DueDelivery]:
+    """Up to ``batch_max`` deliveries due at ``now``, each counted as one more attempt and moved
+    to ``lease_until``. SKIP LOCKED: two workers never claim the same delivery; once committed,
+    a crashed worker's claim expires at the end of its lease."""
+    rows = conn.execute(sa.text(
+        "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' "
+        "  AND next_attempt_at <= :now ORDER BY next_attempt_at, id LIMIT :n "
+        "  FOR UPDATE SKIP LOCKED), "
+        "c AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, "
+        "  next_attempt_at = :lease, first_attempt_at = coalesce(d.first_attempt_at, :now) "
+        "  FROM due WHERE d.id = due.id RETURNING d.id, d.attempts, d.event_id, "
+        "  d.endpoint_id) "
+        "SELECT c.id, c.attempts, e.url, e.secret, o.event_id, o.type, o.created_at, "
+        "  o.payload FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id "
+        "  JOIN outbox_events o ON o.id = c.event_id ORDER BY o.id"),
+        {"now": now, "n": batch_max, "lease": lease_until}).all()
+    return [DueDelivery(r.id, r.attempts, r.url, r.secret, r.event_id, r.type, r.created_at,
+                        r.payload) for r in rows]
+
+
+def record_attempt(conn: Connection, *, delivery_id: int, attempt_no: int, outcome: str,
+                   state: str, status: int | None, error: str | None, duration_ms: int,
+                   due: datetime | None, now: datetime) -> None:
+    """The outcome of one attempt: the delivery's new state (unless a newer attempt claimed it
+    meanwhile) and a row in the attempt log."""
+    conn.execute(sa.text(
+        "UPDATE webhook_deliveries SET state = :state, last_status = :status, "
+        "last_error = :error, next_attempt_at = coalesce(:due, next_attempt_at), "
+        "delivered_at = CASE WHEN :state = 'delivered' THEN CAST(:now AS timestamptz) END "
+        "WHERE id = :id AND attempts = :attempt"),
+        {"state": state, "status": status, "error": error, "due": due, "now": now,
+         "id": delivery_id, "attempt": attempt_no})
+    conn.execute(sa.text(
+        "INSERT INTO webhook_attempts (delivery_id, attempt_no, outcome, status_code, "
+        "error, duration_ms, next_attempt_at) VALUES (:d, :n, :o, :s, :e, :ms, :due)"),
+        {"d": delivery_id, "n": attempt_no, "o": outcome, "s": status, "e": error,
+         "ms": duration_ms, "due": due})
+
+
+def queue_replay(conn: Connection, *, event_ids: Sequence[str], client_name: str | None,
+                 since: datetime | None, until: datetime | None, failed_only: bool,
+                 actor: str, limit: int, now: datetime) -> int:
+    """Make the selected events due again at ``now`` for every enabled endpoint they concern
+    (attempt count reset, a ``replayed`` row in the log), creating deliveries that did not exist.
+    Empty selectors select everything. Returns the deliveries queued."""
+    where = ["TRUE"]
+    params: dict[str, Any] = {"now": now, "limit": limit, "actor": actor}
+    if event_ids:
+        where.append("o.event_id = ANY(:ids)")
+        params["ids"] = list(event_ids)
+    if client_name is not None:
+        where.append("c.name = :client")
+        params["client"] = client_name
+    if since is not None:
+        where.append("o.created_at >= :since")
+        params["since"] = since
+    if until is not None:
+        where.append("o.created_at < :until")
+        params["until"] = until
+    if failed_only:
+        where.append("d.state = 'failed'")
+    rows = conn.execute(sa.text(
+        "WITH targets AS (SELECT o.id AS event_id, e.id AS endpoint_id "
+        "  FROM outbox_events o JOIN webhook_endpoints e ON e.disabled_at IS NULL AND "
+        "    (e.client_id = o.client_id OR (o.type LIKE 'alert.%' AND e.alerts)) "
+        "  JOIN api_clients c ON c.id = e.client_id "
+        "  LEFT JOIN webhook_deliveries d ON d.event_id = o.id AND d.endpoint_id = e.id "
+        f"  WHERE {' AND '.join(where)} ORDER BY o.id LIMIT :limit), "
+        "up AS (INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at) "
+        "  SELECT event_id, endpoint_id, :now FROM targets "
+        "  ON CONFLICT (event_id, endpoint_id) DO UPDATE SET state = 'pending', attempts = 0, "
+        "  next_attempt_at = EXCLUDED.next_attempt_at, delivered_at = NULL "
+        "  RETURNING id) "
+        "INSERT INTO webhook_attempts (delivery_id, attempt_no, outcome, actor) "
+        "SELECT id, 0, 'replayed', :actor FROM up RETURNING delivery_id"), params).all()
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class AttemptLog:
+    """One row of the delivery log."""
+
+    event_id: str
+    event_type: str
+    client_name: str
+    attempt_no: int
+    outcome: str
+    status_code: int | None
+    error: str | None
+    at: datetime
+
+
+def delivery_log(conn: Connection, *, event_id: str | None, limit: int) -> list[AttemptLog]:
+    """The newest delivery attempts (of one event if given), newest first."""
+    rows = conn.execute(sa.text(
+        "SELECT o.event_id, o.type, c.name, a.attempt_no, a.outcome, a.status_code, a.error, "
+        "a.at FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id "
+        "JOIN outbox_events o ON o.id = d.event_id JOIN webhook_endpoints e "
+        "ON e.id = d.endpoint_id JOIN api_clients c ON c.id = e.client_id "
+        "WHERE CAST(:event AS text) IS NULL OR o.event_id = :event ORDER BY a.id DESC LIMIT :n"),
+        {"event": event_id, "n": limit}).all()
+    return [AttemptLog(*r) for r in rows]
+
+
+def undelivered(conn: Connection) -> tuple[int, datetime | None, int]:
+    """Deliveries still pending, the creation time of the oldest event among them, and
+    deliveries that gave up (failed). The pending ones are read through the partial index on
+    due deliveries."""
+    row = conn.execute(sa.text(
+        "SELECT count(*), min(o.created_at), "
+        "(SELECT count(*) FROM webhook_deliveries f WHERE f.state = 'failed') "
+        "FROM webhook_deliveries d JOIN outbox_events o "
+        "ON o.id = d.event_id WHERE d.state = 'pending'")).one()
+    return int(row[0]), row[1], int(row[2])
+
+
+def insert_alert(conn: Connection, event_id: str, kind: str, payload_json: str) -> bool:
+    """Write the ``alert.<kind>`` event ``event_id`` concerning no client unless it exists;
+    whether it is new."""
+    inserted = conn.execute(sa.text(
+        "INSERT INTO outbox_events (event_id, type, subject, payload) "
+        "VALUES (:id, :type, :subject, CAST(:payload AS jsonb)) "
+        "ON CONFLICT (event_id) DO NOTHING RETURNING id"),
+        {"id": event_id, "type": f"alert.{kind}", "subject": f"alert:{kind}",
+         "payload": payload_json}).first()
+    return inserted is not None
