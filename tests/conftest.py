@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,14 +20,6 @@ from sqlalchemy.engine import Engine
 
 import migrations
 from config.database import embedded_url, make_engine, owner_engine, with_database
-from devtools import anvil, e2e
-
-# The development chain and the webhook receiver moved from ``chains.anvil`` and ``api.e2e`` to
-# ``devtools``. tests/api/test_jobs.py is being changed on another branch and still imports them
-# under their old names; until it imports ``devtools``, the old names resolve here, in the tests
-# only (no domain package imports ``devtools``). Delete these two lines when it does.
-sys.modules.setdefault("chains.anvil", anvil)
-sys.modules.setdefault("api.e2e", e2e)
 
 TEMPLATE = "custody_template"
 _counter = itertools.count()

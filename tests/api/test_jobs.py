@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from api.jobs import LOCK_NAMESPACE, Job, Stats, build_jobs, run_locked
-from chains.anvil import free_port
+from devtools.anvil import free_port
 from tests.withdrawals.conftest import config_toml
 
 RUN = "from api.cli_service import service_cli; service_cli(prog_name='custody')"
@@ -70,9 +70,9 @@ def test_build_jobs_without_chains_and_with_a_filter(engine: Engine) -> None:
 
 def test_reconciliation_drift_is_one_alert_delivered_to_alert_endpoints(
         engine: Engine, owner: Engine) -> None:
-    from api.e2e import WebhookReceiver
     from api.jobs import reconcile
     from api.outbox import deliver_due, set_endpoint
+    from devtools.e2e import WebhookReceiver
     from tests.api.conftest import serve
 
     receiver = WebhookReceiver().start()
