@@ -14,8 +14,10 @@ Design in brief (DESIGN.md section 6):
   attempt to finality, settles on a final receipt, books gas as the company's expense, bumps
   stuck transactions (same nonce, higher fees) and closes nonces that a payout no longer needs
   with a zero-value self-transfer (a "cancel" transaction).
-- ``repository`` holds all SQL; ``signer`` puts signing behind an interface. (The
-  fault-injecting JSON-RPC proxy of the tests is ``tests.support.fault_proxy``.)
+- ``repository/`` holds all SQL, one module per concern (withdrawals and their history, the
+  reserve's SQL functions, decisions, attempts and nonces, returns, reads of the ledger);
+  ``signer`` puts signing behind an interface. (The fault-injecting JSON-RPC proxy of the tests
+  is ``tests.support.fault_proxy``.)
 - Nothing is released on a timer: an unknown outcome leaves ``unknown`` only on proof from the
   chain or a write-off decided by two different admins.
 """

@@ -1,0 +1,82 @@
+"""All SQL of withdrawals, one module per concern. Functions take a Connection inside an open
+transaction.
+
+- ``withdrawals``: the withdrawal rows (``WithdrawalRecord``), their lookups, and their
+  history: ``record_transition`` sets the ``TRANSITION_COLUMNS`` and appends the history row
+  (``HistoryRow``) in one statement; ``list_events`` reads the history back.
+- ``reserve``: the calls of the reserve's SQL functions ``withdrawal_reserve_open`` (the daily
+  limit lock and what a reserve reads under it) and ``withdrawal_reserve_record`` (the reserved
+  withdrawal, its history row and outbox event), on the psycopg connection directly.
+- ``decisions``: approvals and write-off votes.
+- ``attempts``: hot wallet nonces, signed broadcast attempts, the processor's per-chain lock.
+- ``returns``: returned payouts linked to their withdrawals.
+- ``ledger_reads``: what withdrawals read from the ledger's tables (the user's accounts, open
+  reserve postings, a withdrawal's ledger transactions).
+
+Amounts leave the database as ``Decimal`` and become ``int`` here (``ledger.repository.to_int``).
+Every public name is re-exported here: callers write ``from withdrawals import repository as
+repo`` and ``repo.get_withdrawal``.
+"""
+
+from withdrawals.repository.attempts import (
+    AttemptRecord,
+    allocate_nonce,
+    insert_attempt,
+    list_attempts,
+    try_lock_chain,
+    unlock_chain,
+)
+from withdrawals.repository.decisions import DecisionRecord, insert_decision, list_decisions
+from withdrawals.repository.ledger_reads import (
+    OpenItemRow,
+    find_accounts,
+    ledger_transaction_ids,
+    open_reserves,
+)
+from withdrawals.repository.reserve import ReserveOpened, open_reserve, record_reserve
+from withdrawals.repository.returns import ReturnRecord, find_return, insert_return, list_returns
+from withdrawals.repository.withdrawals import (
+    TRANSITION_COLUMNS,
+    EventRecord,
+    HistoryRow,
+    WithdrawalRecord,
+    find_by_key,
+    get_withdrawal,
+    list_events,
+    list_ids_in_states,
+    list_ids_with_open_nonce,
+    record_transition,
+)
+
+__all__ = [
+    "TRANSITION_COLUMNS",
+    "AttemptRecord",
+    "DecisionRecord",
+    "EventRecord",
+    "HistoryRow",
+    "OpenItemRow",
+    "ReserveOpened",
+    "ReturnRecord",
+    "WithdrawalRecord",
+    "allocate_nonce",
+    "find_accounts",
+    "find_by_key",
+    "find_return",
+    "get_withdrawal",
+    "insert_attempt",
+    "insert_decision",
+    "insert_return",
+    "ledger_transaction_ids",
+    "list_attempts",
+    "list_decisions",
+    "list_events",
+    "list_ids_in_states",
+    "list_ids_with_open_nonce",
+    "list_returns",
+    "open_reserve",
+    "open_reserves",
+    "record_reserve",
+    "record_transition",
+    "try_lock_chain",
+    "unlock_chain",
+]
