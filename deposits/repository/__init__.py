@@ -1,0 +1,87 @@
+"""All SQL of the deposit side, one module per concern. Functions take a connection and never
+commit.
+
+- ``deposits``: deposits and their append-only history (``deposit_events``), the bulk inserts
+  of a watcher step, ``append_events`` (history rows and each deposit's current state in one
+  statement) and the reads by key, state, user and transaction.
+- ``addresses``: deposit addresses and the allocation of derivation indexes.
+- ``accounts``: the ledger accounts deposits book to, opened many at a time.
+- ``cursors``: the watcher's per-chain lock and its cursor of recent blocks.
+- ``cases``: durable cases and their resolutions.
+- ``inbox``: the custody provider's stored notifications.
+- ``common``: the deposit ``Key`` and the JSON and integer conversions the modules share.
+
+Bulk writes go through ``jsonb_to_recordset`` so that a watcher step writes hundreds of
+deposits with a few statements. Amounts travel as decimal strings and come back as ``int``.
+Every public name is re-exported here: callers write ``from deposits import repository as
+repo`` and ``repo.lock_deposits``.
+"""
+
+from deposits.repository.accounts import AccountRow, open_accounts
+from deposits.repository.addresses import (
+    address_of_user,
+    insert_addresses,
+    lock_address_family,
+    next_address_index,
+    users_of_addresses,
+)
+from deposits.repository.cases import (
+    CaseRecord,
+    get_cases,
+    insert_case,
+    insert_case_resolution,
+    lock_case,
+)
+from deposits.repository.common import Key
+from deposits.repository.cursors import get_cursor, lock_chain, save_cursor, unlock_chain
+from deposits.repository.deposits import (
+    DepositRecord,
+    EventRecord,
+    append_events,
+    deposits_above,
+    deposits_in_states,
+    deposits_of_transaction,
+    deposits_of_user,
+    events_of,
+    finality_evidence,
+    insert_deposits,
+    lock_deposits,
+    pending_incoming,
+)
+from deposits.repository.inbox import InboxRecord, get_inbox, inbox_for, insert_inbox
+
+__all__ = [
+    "AccountRow",
+    "CaseRecord",
+    "DepositRecord",
+    "EventRecord",
+    "InboxRecord",
+    "Key",
+    "address_of_user",
+    "append_events",
+    "deposits_above",
+    "deposits_in_states",
+    "deposits_of_transaction",
+    "deposits_of_user",
+    "events_of",
+    "finality_evidence",
+    "get_cases",
+    "get_cursor",
+    "get_inbox",
+    "inbox_for",
+    "insert_addresses",
+    "insert_case",
+    "insert_case_resolution",
+    "insert_deposits",
+    "insert_inbox",
+    "lock_address_family",
+    "lock_case",
+    "lock_chain",
+    "lock_deposits",
+    "next_address_index",
+    "open_accounts",
+    "pending_incoming",
+    "save_cursor",
+    "unlock_chain",
+    "users_of_addresses",
+]

@@ -1,0 +1,77 @@
+"""Durable cases (a credited deposit whose block stopped being canonical) and their
+resolutions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from deposits.repository.common import _json
+
+
+def insert_case(conn: Connection, deposit_id: int, kind: str, ledger_transaction_id: int | None,
+                expected: Mapping[str, Any], observed: Mapping[str, Any]) -> int:
+    """Open a case (idempotent per kind and deposit); return its id."""
+    conn.execute(
+        sa.text("INSERT INTO deposit_cases (kind, deposit_id, ledger_transaction_id, expected, "
+                "observed) VALUES (:k, :d, :l, CAST(:e AS jsonb), CAST(:o AS jsonb)) "
+                "ON CONFLICT (kind, deposit_id) DO NOTHING"),
+        {"k": kind, "d": deposit_id, "l": ledger_transaction_id, "e": _json(expected),
+         "o": _json(observed)},
+    )
+    return int(conn.execute(sa.text("SELECT id FROM deposit_cases WHERE kind = :k AND "
+                                    "deposit_id = :d"), {"k": kind, "d": deposit_id}).scalar_one())
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """A durable case and its resolution, if any."""
+
+    id: int
+    kind: str
+    deposit_id: int
+    ledger_transaction_id: int | None
+    expected: dict[str, Any]
+    observed: dict[str, Any]
+    opened_at: datetime
+    resolved_by: str | None
+    reversal_transaction_id: int | None
+
+
+def lock_case(conn: Connection, case_id: int) -> None:
+    """Serialize resolutions of one case until commit.
+
+    Two admins resolving the same case at once would otherwise both pass the "not resolved
+    yet" check; the second then waits here and re-reads the resolution.
+    """
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7313, CAST(:c AS int))"), {"c": case_id})
+
+
+def get_cases(conn: Connection, *, case_id: int | None = None,
+              deposit_id: int | None = None) -> list[CaseRecord]:
+    """Cases, optionally of one id or one deposit, with their resolutions."""
+    rows = conn.execute(
+        sa.text("SELECT c.id, c.kind, c.deposit_id, c.ledger_transaction_id, c.expected, "
+                "c.observed, c.opened_at, r.resolved_by, r.reversal_transaction_id "
+                "FROM deposit_cases c LEFT JOIN deposit_case_resolutions r ON r.case_id = c.id "
+                "WHERE (CAST(:i AS bigint) IS NULL OR c.id = :i) "
+                "AND (CAST(:d AS bigint) IS NULL OR c.deposit_id = :d) ORDER BY c.id"),
+        {"i": case_id, "d": deposit_id},
+    ).all()
+    return [CaseRecord(**{**dict(r._mapping), "expected": dict(r.expected),
+                          "observed": dict(r.observed)}) for r in rows]
+
+
+def insert_case_resolution(conn: Connection, case_id: int, reversal_transaction_id: int | None,
+                           resolved_by: str, reason: str) -> None:
+    """Record how a case was resolved."""
+    conn.execute(
+        sa.text("INSERT INTO deposit_case_resolutions (case_id, reversal_transaction_id, "
+                "resolved_by, reason) VALUES (:c, :t, :b, :r)"),
+        {"c": case_id, "t": reversal_transaction_id, "b": resolved_by, "r": reason},
+    )

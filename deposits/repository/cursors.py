@@ -1,0 +1,39 @@
+"""Watcher cursors: the per-chain lock of a watcher step and the recent (height, hash) pairs
+it has seen."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from deposits.repository.common import _json
+
+
+def lock_chain(conn: Connection, chain: str) -> bool:
+    """Try to take the session-level lock that lets one watcher step run for ``chain``."""
+    return bool(conn.execute(sa.text("SELECT pg_try_advisory_lock(7311, hashtext(:c))"),
+                             {"c": chain}).scalar())
+
+
+def unlock_chain(conn: Connection, chain: str) -> None:
+    """Release the lock of ``lock_chain``."""
+    conn.execute(sa.text("SELECT pg_advisory_unlock(7311, hashtext(:c))"), {"c": chain})
+
+
+def get_cursor(conn: Connection, chain: str, *, for_update: bool = False) -> list[tuple[int, str]]:
+    """The watcher's recent (height, hash) pairs of ``chain``, ascending (empty: none yet)."""
+    lock = " FOR UPDATE" if for_update else ""
+    raw = conn.execute(sa.text(f"SELECT recent FROM watcher_cursors WHERE chain = :c{lock}"),
+                       {"c": chain}).scalar()
+    return [(int(h), str(x)) for h, x in (raw or [])]
+
+
+def save_cursor(conn: Connection, chain: str, recent: Sequence[tuple[int, str]]) -> None:
+    """Store the cursor of ``chain``."""
+    conn.execute(
+        sa.text("INSERT INTO watcher_cursors (chain, recent) VALUES (:c, CAST(:r AS jsonb)) "
+                "ON CONFLICT (chain) DO UPDATE SET recent = EXCLUDED.recent, updated_at = now()"),
+        {"c": chain, "r": _json([[h, x] for h, x in recent])},
+    )
