@@ -43,13 +43,14 @@ def parse_time(value: str | None) -> datetime | None:
 @db_app.command("upgrade")
 @friendly
 def db_upgrade() -> None:
-    """Apply every migration to the configured database (embedded one if none is set)."""
+    """Apply the due revisions and the changed SQL definitions (functions, triggers), in one
+    transaction, to the configured database (the embedded one if none is set)."""
     import migrations
     from config.database import database_url
 
     url = database_url()
     migrations.upgrade(url)
-    console.print("database is at the latest migration")
+    console.print("database is at the latest revision and definitions")
 
 
 @app.command()
