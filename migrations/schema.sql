@@ -664,9 +664,7 @@ BEGIN
   IF cardinality(l_asset) IS DISTINCT FROM v_lines
      OR cardinality(l_amt) IS DISTINCT FROM v_lines
      -- One dimension, numbered from 1: the lines are read by position below.
-     OR array_ndims(l_acc) <> 1 OR array_ndims(l_asset) <> 1 OR array_ndims(l_amt) <> 1
-     OR array_lower(l_acc, 1) <> 1 OR array_lower(l_asset, 1) <> 1
-     OR array_lower(l_amt, 1) <> 1
+     OR NOT (ledger_array_ok(l_acc) AND ledger_array_ok(l_asset) AND ledger_array_ok(l_amt))
      OR array_position(l_acc, NULL) IS NOT NULL OR array_position(l_asset, NULL) IS NOT NULL
      OR array_position(l_amt, NULL) IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_one: the line arrays must have one non-null element per line'

@@ -1,5 +1,5 @@
--- ledger_array_ok: an array the write functions may read by position: NULL, empty, or
--- one-dimensional and numbered from 1. A raw caller's '[0:1]={...}' would otherwise make the
+-- ledger_array_ok: an array the write functions (ledger_post_arrays, ledger_post_one) may read
+-- by position: NULL, empty, or one-dimensional and numbered from 1. A raw caller's '[0:1]={...}' would otherwise make the
 -- positional reads and the unnests of ledger_post_arrays disagree about which line is which (a
 -- real bug once: a line's account escaped the asset check).
 
