@@ -1,7 +1,8 @@
 -- ledger_array_ok: an array the write functions (ledger_post_arrays, ledger_post_one) may read
--- by position: NULL, empty, or one-dimensional and numbered from 1. A raw caller's '[0:1]={...}' would otherwise make the
--- positional reads and the unnests of ledger_post_arrays disagree about which line is which (a
--- real bug once: a line's account escaped the asset check).
+-- by position: NULL, empty, or one-dimensional and numbered from 1. A raw caller's
+-- '[0:1]={...}' would otherwise make the positional reads and the unnests of ledger_post_arrays
+-- disagree about which line is which (a real bug once: a line's account escaped the asset
+-- check).
 
 CREATE OR REPLACE FUNCTION ledger_array_ok(a anyarray) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
