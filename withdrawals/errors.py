@@ -107,10 +107,50 @@ class SignerUnavailable(WithdrawalError):
     code = "signer_unavailable"
 
 
-class SettlementMismatch(WithdrawalError):
-    """The landed transaction does not pay what the withdrawal asked: stop and alert.
+class RetryRefused(WithdrawalError):
+    """A retry of a held withdrawal was refused: wrong role, no reason, or it is not held."""
 
-    Not an expected outcome: a broken invariant that an operator must look at.
-    """
+    code = "retry_refused"
+
+
+# --- broken invariants ----------------------------------------------------------------------
+#
+# Not CustodyErrors (config/errors.py): an expected, often transient outcome (the node is away,
+# a lock is busy, a request is refused) is retried or answered; a broken invariant is a bug or a
+# tampered book that an operator must look at. The processor never lets one stop the other
+# payouts of a chain: the withdrawal it concerns is held with a case and a CRITICAL alert.
+
+
+class InvariantBroken(Exception):
+    """Root of the broken invariants of withdrawals; ``code`` names the kind."""
+
+    code = "invariant_broken"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class SettlementMismatch(InvariantBroken):
+    """The landed transaction does not pay what the withdrawal asked."""
 
     code = "settlement_mismatch"
+
+
+class SettlementRefused(InvariantBroken):
+    """The settlement of a final receipt could not be posted (a mismatch, a ledger refusal such
+    as an account that would pass its limit or an idempotency conflict, any broken invariant).
+
+    Carries what the hold records: ``kind`` (the case kind), ``cause`` (the error's code),
+    ``attempt_id`` (the landed attempt) and ``evidence``.
+    """
+
+    code = "settlement_refused"
+
+    def __init__(self, message: str, *, kind: str, cause: str, attempt_id: int,
+                 evidence: dict[str, object]) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.cause = cause
+        self.attempt_id = attempt_id
+        self.evidence = evidence

@@ -17,13 +17,23 @@ The lifecycle (DESIGN.md section 6)::
     pending_approval/reserved --canceled--> canceled; --rejected--> rejected
     written_off --closing_signed--> written_off (a zero-value self-transfer closes the nonce)
     written_off --nonce_closed--> written_off (the nonce is consumed and final; gas booked)
+    reserved --gas_float_low--> reserved (the treasury cannot pay its gas yet: no nonce taken;
+        signed by itself once the treasury is funded)
+    included --settlement_held--> held (final on chain, but its settlement cannot be posted:
+        a broken invariant; the reserve stays open and a case is opened)
+    held --hold_lifted--> included (an admin fixed the cause: the processor settles again)
 
 Every accepted event yields the new state and the effects to carry out in the same unit of
 work (ledger entries) or right after it (a broadcast). Nothing is ever released on a timer:
 ``unknown`` leaves only on evidence from the chain or on a two-admin write-off.
 
 Terminal states stay terminal: the only moves out of them are self-loops that never touch the
-reserve (a linked return; closing the nonce of a written-off withdrawal).
+reserve (a linked return; closing the nonce of a written-off withdrawal). ``held`` is not
+terminal (its reserve is open) but the processor never moves it: only an admin's retry does.
+
+The gas float: a withdrawal is signed only if the treasury (``treasury:{chain}`` in the native
+asset) can pay its maximum gas on top of the maximum gas of everything already in flight on
+that chain (``GAS_COMMITTED``); ``fit_gas_float`` decides which candidates of a step fit.
 
 Units. Ledger amounts are minor units of the ledger asset's ``scale``; on-chain amounts are
 units of the token's (or native coin's) ``decimals``. Both conversions are exact or refused,
@@ -41,6 +51,7 @@ never rounded:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -77,6 +88,8 @@ class State(StrEnum):
     CANCELED = "canceled"
     REJECTED = "rejected"
     WRITTEN_OFF = "written_off"
+    #: Final on chain, settlement refused (a broken invariant): waits for an admin's retry.
+    HELD = "held"
 
     @property
     def terminal(self) -> bool:
@@ -92,6 +105,19 @@ TERMINAL = frozenset(
 IN_FLIGHT = frozenset(
     {State.SIGNED, State.BROADCAST, State.INCLUDED, State.UNKNOWN, State.AWAITING_WRITE_OFF}
 )
+#: States whose gas the treasury may still owe: a transaction of ours may land (or has landed)
+#: and its gas is not booked yet. The gas float check counts the maximum gas of every
+#: withdrawal in these states (and of written-off ones whose nonce is still open) as committed.
+#: ``held``: its gas was paid on chain but is booked only when it settles, so the ledger's
+#: treasury balance still counts wei the hot wallet no longer has.
+GAS_COMMITTED = frozenset({
+    State.SIGNED,
+    State.BROADCAST,
+    State.INCLUDED,
+    State.UNKNOWN,
+    State.AWAITING_WRITE_OFF,
+    State.HELD,
+})
 
 
 class Event(StrEnum):
@@ -120,6 +146,9 @@ class Event(StrEnum):
     RETURN_LINKED = "return_linked"
     CLOSING_SIGNED = "closing_signed"
     NONCE_CLOSED = "nonce_closed"
+    GAS_FLOAT_LOW = "gas_float_low"
+    SETTLEMENT_HELD = "settlement_held"
+    HOLD_LIFTED = "hold_lifted"
 
 
 class Effect(StrEnum):
@@ -172,6 +201,12 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
     # it, and whatever consumed it is booked (gas only: the reserve is already closed).
     (S.WRITTEN_OFF, E.CLOSING_SIGNED): (S.WRITTEN_OFF, (X.BROADCAST,)),
     (S.WRITTEN_OFF, E.NONCE_CLOSED): (S.WRITTEN_OFF, (X.POST_GAS,)),
+    # The treasury cannot pay its gas yet: it waits, unsigned (no nonce taken, nothing moved).
+    (S.RESERVED, E.GAS_FLOAT_LOW): (S.RESERVED, ()),
+    # The settlement of a final receipt was refused (a broken invariant): nothing is booked and
+    # the reserve stays open until an admin fixes the cause and lifts the hold.
+    (S.INCLUDED, E.SETTLEMENT_HELD): (S.HELD, ()),
+    (S.HELD, E.HOLD_LIFTED): (S.INCLUDED, ()),
 }
 
 CANCELABLE = frozenset({State.PENDING_APPROVAL, State.RESERVED})
@@ -317,6 +352,46 @@ def bumped_fee_caps(previous: FeeCaps, fresh: FeeCaps, bump_percent: int) -> Fee
     priority = max(up(previous.max_priority_fee_per_gas), fresh.max_priority_fee_per_gas)
     max_fee = max(up(previous.max_fee_per_gas), fresh.max_fee_per_gas, priority)
     return FeeCaps(max_fee, priority)
+
+
+# --- the gas float ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GasFloatFit:
+    """Which candidates the treasury can pay the gas of, in the order given.
+
+    ``signable``/``waiting``: the candidates' keys; ``committed_minor``: the in-flight maximum
+    gas plus that of the signable ones (what the treasury must cover after this step).
+    """
+
+    signable: tuple[int, ...]
+    waiting: tuple[int, ...]
+    committed_minor: int
+
+
+def fit_gas_float(treasury_minor: int, in_flight_minor: int,
+                  candidates: Sequence[tuple[int, int]]) -> GasFloatFit:
+    """Take ``candidates`` (key, maximum gas) in order: each whose maximum gas fits in what the
+    treasury has left after the committed sum is signable and adds to that sum; one that does
+    not fit waits (a later, smaller one may still fit). All amounts in the same unit (the
+    native asset's ledger minor units).
+
+    The maximum, not the expected gas: a transaction may use all of its gas limit at its fee
+    cap, and the hot wallet must never be asked to pay what the treasury does not hold.
+    """
+    assert in_flight_minor >= 0, "maximum gas is never negative"
+    committed = in_flight_minor
+    signable: list[int] = []
+    waiting: list[int] = []
+    for key, max_gas_minor in candidates:
+        assert max_gas_minor >= 0, "maximum gas is never negative"
+        if committed + max_gas_minor <= treasury_minor:
+            committed += max_gas_minor
+            signable.append(key)
+        else:
+            waiting.append(key)
+    return GasFloatFit(tuple(signable), tuple(waiting), committed)
 
 
 # --- the tracking ladder --------------------------------------------------------------------
