@@ -1299,7 +1299,7 @@ CREATE TABLE public.withdrawals (
     CONSTRAINT withdrawals_nonce_check CHECK ((nonce >= 0)),
     CONSTRAINT withdrawals_request_key_check CHECK (((length(request_key) >= 1) AND (length(request_key) <= 200))),
     CONSTRAINT withdrawals_requested_by_check CHECK (((length(requested_by) >= 1) AND (length(requested_by) <= 200))),
-    CONSTRAINT withdrawals_state_check CHECK ((state = ANY (ARRAY['requested'::text, 'pending_approval'::text, 'reserved'::text, 'signed'::text, 'broadcast'::text, 'included'::text, 'unknown'::text, 'awaiting_write_off'::text, 'settled'::text, 'reverted'::text, 'released'::text, 'canceled'::text, 'rejected'::text, 'written_off'::text]))),
+    CONSTRAINT withdrawals_state_check CHECK ((state = ANY (ARRAY['requested'::text, 'pending_approval'::text, 'reserved'::text, 'signed'::text, 'broadcast'::text, 'included'::text, 'unknown'::text, 'awaiting_write_off'::text, 'held'::text, 'settled'::text, 'reverted'::text, 'released'::text, 'canceled'::text, 'rejected'::text, 'written_off'::text]))),
     CONSTRAINT withdrawals_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT withdrawals_user_id_check CHECK (((length(user_id) >= 1) AND (length(user_id) <= 100)))
 );
@@ -2973,6 +2973,91 @@ ALTER SEQUENCE public.withdrawal_attempts_id_seq OWNED BY public.withdrawal_atte
 
 
 --
+-- Name: withdrawal_case_resolutions; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_case_resolutions (
+    case_id bigint NOT NULL,
+    resolved_by text NOT NULL,
+    reason text NOT NULL,
+    resolved_at timestamp with time zone NOT NULL,
+    CONSTRAINT withdrawal_case_resolutions_reason_check CHECK ((length(reason) >= 1)),
+    CONSTRAINT withdrawal_case_resolutions_resolved_by_check CHECK (((length(resolved_by) >= 1) AND (length(resolved_by) <= 200)))
+);
+
+
+ALTER TABLE public.withdrawal_case_resolutions OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_case_resolutions; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_case_resolutions IS 'How and by whom a withdrawal case was resolved (an admin lifted the hold after fixing its cause).';
+
+
+--
+-- Name: withdrawal_cases; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_cases (
+    id bigint NOT NULL,
+    withdrawal_id bigint NOT NULL,
+    kind text NOT NULL,
+    reason text NOT NULL,
+    evidence jsonb NOT NULL,
+    opened_by text NOT NULL,
+    opened_at timestamp with time zone NOT NULL,
+    CONSTRAINT withdrawal_cases_kind_check CHECK ((kind = ANY (ARRAY['settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text]))),
+    CONSTRAINT withdrawal_cases_opened_by_check CHECK (((length(opened_by) >= 1) AND (length(opened_by) <= 200))),
+    CONSTRAINT withdrawal_cases_reason_check CHECK ((length(reason) >= 1))
+);
+
+
+ALTER TABLE public.withdrawal_cases OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_cases; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_cases IS 'Durable cases the processor opened when it held a withdrawal (its final receipt could not be settled). Open until a row in withdrawal_case_resolutions references it.';
+
+
+--
+-- Name: COLUMN withdrawal_cases.kind; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_cases.kind IS 'settlement_mismatch: the receipt does not pay what was asked; ledger_refused: the ledger refused the settlement (an account past its limit, an idempotency conflict...); invariant_broken: anything else.';
+
+
+--
+-- Name: COLUMN withdrawal_cases.evidence; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_cases.evidence IS 'The error, the landed transaction (hash, nonce, block, gas) and what was being booked.';
+
+
+--
+-- Name: withdrawal_cases_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_cases_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_cases_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_cases_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_cases_id_seq OWNED BY public.withdrawal_cases.id;
+
+
+--
 -- Name: withdrawal_decisions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3248,6 +3333,13 @@ ALTER TABLE ONLY public.webhook_endpoints ALTER COLUMN id SET DEFAULT nextval('p
 --
 
 ALTER TABLE ONLY public.withdrawal_attempts ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_attempts_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_cases id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_cases ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_cases_id_seq'::regclass);
 
 
 --
@@ -3687,6 +3779,22 @@ ALTER TABLE ONLY public.withdrawal_attempts
 
 
 --
+-- Name: withdrawal_case_resolutions withdrawal_case_resolutions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_case_resolutions
+    ADD CONSTRAINT withdrawal_case_resolutions_pkey PRIMARY KEY (case_id);
+
+
+--
+-- Name: withdrawal_cases withdrawal_cases_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_cases
+    ADD CONSTRAINT withdrawal_cases_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: withdrawal_decisions withdrawal_decisions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3867,6 +3975,13 @@ CREATE INDEX webhook_attempts_delivery_idx ON public.webhook_attempts USING btre
 --
 
 CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: withdrawal_cases_withdrawal_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawal_cases_withdrawal_idx ON public.withdrawal_cases USING btree (withdrawal_id, id);
 
 
 --
@@ -4241,6 +4356,34 @@ CREATE TRIGGER withdrawal_attempts_no_truncate BEFORE TRUNCATE ON public.withdra
 
 
 --
+-- Name: withdrawal_case_resolutions withdrawal_case_resolutions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_case_resolutions_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_case_resolutions FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_case_resolutions withdrawal_case_resolutions_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_case_resolutions_no_truncate BEFORE TRUNCATE ON public.withdrawal_case_resolutions FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_cases withdrawal_cases_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_cases_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_cases FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_cases withdrawal_cases_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_cases_no_truncate BEFORE TRUNCATE ON public.withdrawal_cases FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: withdrawal_decisions withdrawal_decisions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4522,6 +4665,22 @@ ALTER TABLE ONLY public.webhook_endpoints
 
 ALTER TABLE ONLY public.withdrawal_attempts
     ADD CONSTRAINT withdrawal_attempts_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
+
+
+--
+-- Name: withdrawal_case_resolutions withdrawal_case_resolutions_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_case_resolutions
+    ADD CONSTRAINT withdrawal_case_resolutions_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.withdrawal_cases(id);
+
+
+--
+-- Name: withdrawal_cases withdrawal_cases_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_cases
+    ADD CONSTRAINT withdrawal_cases_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
 
 
 --
@@ -4970,6 +5129,27 @@ GRANT SELECT,INSERT ON TABLE public.withdrawal_attempts TO custody_app;
 --
 
 GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_attempts_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE withdrawal_case_resolutions; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_case_resolutions TO custody_app;
+
+
+--
+-- Name: TABLE withdrawal_cases; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_cases TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_cases_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_cases_id_seq TO custody_app;
 
 
 --
