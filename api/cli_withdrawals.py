@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from config.withdrawals import WithdrawalsConfig
     from withdrawals.service import Actor, Timeline
 
-withdrawal_app = typer.Typer(help="One withdrawal: timeline, approvals, cancel, write-off.",
+withdrawal_app = typer.Typer(help="One withdrawal: timeline, approvals, cancel, write-off, retry.",
                              no_args_is_help=True)
 withdrawals_app = typer.Typer(help="Withdrawals: open items, processor.", no_args_is_help=True)
 _DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -101,6 +101,11 @@ def render_timeline(out: Console, tl: Timeline) -> None:
         out.print(f"returned: {r.amount_minor} via {r.chain}:{r.tx_hash}:{r.position} "
                   f"arrived {r.arrived_at.isoformat()} (linked by {r.linked_by})",
                   highlight=False)
+    for c in tl.cases:
+        status = (f"resolved by {c.resolved_by} at {c.resolved_at.isoformat()}: "
+                  f"{c.resolution_reason}" if c.resolved_at else "OPEN")
+        out.print(f"case {c.id} ({c.kind}) opened {c.opened_at.isoformat()}: {c.reason}  "
+                  f"[{status}]", highlight=False)
     ledger = Table(title="ledger transactions")
     for column in ("id", "key", "kind", "effective", "postings"):
         ledger.add_column(column)
@@ -146,6 +151,20 @@ def write_off(withdrawal_id: int, decision: Annotated[str, typer.Argument(help="
     w = service.vote_write_off(get_engine(), withdrawal_id, _actor(as_), decision,
                                reason=reason, now=datetime.now(UTC))
     console.print(f"withdrawal {w.id}: {w.state}")
+
+
+@withdrawal_app.command("retry")
+@friendly
+def retry(withdrawal_id: int, by: Annotated[str, typer.Option("--by", help="Admin's name.")],
+          reason: Annotated[str, typer.Option(help="What was fixed.")]) -> None:
+    """Lift the hold of a held withdrawal after fixing its cause: the processor books its final
+    receipt again (and holds it again with a new case if the cause is still there)."""
+    from config.database import get_engine
+    from withdrawals import service
+
+    w = service.retry_held(get_engine(), withdrawal_id, _actor(by), reason=reason,
+                           now=datetime.now(UTC))
+    console.print(f"withdrawal {w.id}: {w.state} (the processor settles it on its next step)")
 
 
 @withdrawals_app.command("open")

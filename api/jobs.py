@@ -104,7 +104,10 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
         try:
             job.step(now or started)
         except CustodyError as exc:
-            # Expected and usually transient (node down, watcher busy): the next run retries.
+            # An expected outcome (node down, watcher busy, a refused request): the next run
+            # retries. Broken invariants are not CustodyErrors (withdrawals.errors
+            # .InvariantBroken): they land below. The withdrawal processor never lets one
+            # escape its step: it holds the withdrawal concerned and raises an alert.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
             log.warning("job %s: %s", job.name, detail)
         except Exception as exc:
@@ -273,7 +276,39 @@ def _watch(watcher: Any, now: datetime) -> object:
 def _process(engine: Engine, wcfg: WithdrawalsConfig, ctx: Any, now: datetime) -> object:
     from withdrawals import processor
 
-    return processor.step(engine, wcfg, ctx, now=now)
+    report = processor.step(engine, wcfg, ctx, now=now)
+    withdrawal_alerts(engine, ctx.chain.name, limit=wcfg.batch_max)
+    return report
+
+
+def withdrawal_alerts(engine: Engine, chain: str, *, limit: int) -> int:
+    """What waits for an operator on ``chain`` as alert events, each written once: an
+    ``alert.withdrawal_held`` per open case of a held withdrawal, an ``alert.gas_float_low``
+    per payout waiting for the gas float. Read from the database after every processor step,
+    so an alert lost with a crashed process is raised by the next step. Returns how many were
+    new."""
+    from withdrawals.service import waiting
+
+    found = waiting(engine, chain, limit=limit)
+    if not found.cases and not found.gas_float_low:
+        return 0
+    new = 0
+    with UnitOfWork(engine) as uow:
+        for case in found.cases:
+            new += outbox.raise_alert(uow.conn, "withdrawal_held", f"case:{case.id}", {
+                "withdrawal_id": str(case.withdrawal_id), "case_id": str(case.id),
+                "chain": chain, "kind": case.kind, "reason": case.reason,
+                "evidence": case.evidence, "opened_at": case.opened_at.isoformat(),
+                "next": f"fix the cause, then custody withdrawal retry {case.withdrawal_id} "
+                        "--by NAME --reason TEXT"})
+        for w in found.gas_float_low:
+            new += outbox.raise_alert(uow.conn, "gas_float_low", f"withdrawal:{w.id}", {
+                "withdrawal_id": str(w.id), "chain": chain, "asset": w.asset_code,
+                "reserved_since": w.state_changed_at.isoformat(),
+                "next": f"fund treasury:{chain} (a declared treasury funding); the payout is "
+                        "signed by itself once the gas float covers it"})
+        uow.commit()
+    return new
 
 
 # --- the scheduler ---------------------------------------------------------------------------

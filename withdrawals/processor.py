@@ -34,6 +34,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from chains.errors import ChainError, RpcError, RpcUnavailable
@@ -47,16 +48,27 @@ from chains.model import (
 )
 from chains.rpc import RpcClient, from_quantity
 from config.chains import ChainConfig
-from config.uow import UnitOfWork, run_in_transaction
+from config.errors import CustodyError, DatabaseUnavailable
+from config.uow import UnitOfWork, run_in_transaction, sqlstate
 from config.withdrawals import HotWalletConfig, WithdrawalsConfig
+from ledger import chart
+from ledger import service as ledger
+from ledger.errors import LedgerError
 from withdrawals import model, service
 from withdrawals import repository as repo
-from withdrawals.errors import SettlementMismatch, SignerUnavailable
+from withdrawals.errors import (
+    InvariantBroken,
+    SettlementMismatch,
+    SettlementRefused,
+    SignerUnavailable,
+)
 from withdrawals.model import AttemptView, Event, FeeCaps, State
 from withdrawals.repository import AttemptRecord, WithdrawalRecord
 from withdrawals.signer import Signer, UnsignedTx
 
 log = logging.getLogger("withdrawals.processor")
+#: What operations page on: a payout that waits for the treasury, a withdrawal held.
+alerts = logging.getLogger("custody.alerts")
 ACTOR = "processor"
 TRACKED = (State.BROADCAST, State.INCLUDED, State.UNKNOWN, State.AWAITING_WRITE_OFF)
 
@@ -89,6 +101,8 @@ class StepReport:
     released: int = 0
     cancels_signed: int = 0
     nonces_closed: int = 0
+    gas_waiting: int = 0
+    held: int = 0
     skipped_locked: bool = False
 
 
@@ -154,10 +168,88 @@ def _sign_reserved(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
     # Chain reads happen before the database transactions, never inside them.
     chain_nonce = ctx.rpc.get_transaction_count(ctx.hot.address, "pending")
     caps = _fresh_caps(ctx)
+    # Before any nonce is taken: a nonce handed to a payout the hot wallet cannot pay the gas
+    # of would block every later payout of the wallet behind it.
+    ids = _within_gas_float(engine, ctx, ids, caps, now=now, report=report)
     for withdrawal_id in ids:
         if run_in_transaction(engine, partial(_sign_first, ctx=ctx, withdrawal_id=withdrawal_id,
                                               chain_nonce=chain_nonce, caps=caps, now=now)):
             report.signed += 1
+
+
+def _gas_limit(ctx: ChainContext, token: str | None) -> int:
+    """The gas limit a first attempt of a payout of ``token`` (None: native) uses."""
+    return ctx.hot.gas_limit_native if token is None else ctx.hot.gas_limit_token
+
+
+def _treasury_minor(uow: UnitOfWork, ctx: ChainContext) -> tuple[int, int]:
+    """The ledger balance of ``treasury:{chain}`` in the native asset and that asset's scale
+    (0 and the chain's decimals when the ledger has neither yet: a fresh install)."""
+    code = chart.treasury(ctx.chain.name).code
+    asset, found = repo.find_accounts(uow.conn, ctx.chain.native_asset, [code])
+    if asset is None:
+        return 0, ctx.chain.native_decimals
+    account = found.get(code)
+    if account is None:
+        return 0, asset.scale
+    return ledger.account_balance(uow, account).balance_minor, asset.scale
+
+
+def _within_gas_float(engine: Engine, ctx: ChainContext, ids: list[int], caps: FeeCaps, *,
+                      now: datetime, report: StepReport) -> list[int]:
+    """Of the reserved ``ids`` (in order), those whose maximum gas the treasury can pay on top
+    of the maximum gas already committed on the chain (``model.GAS_COMMITTED``); the others
+    wait, unsigned, with the reason ``gas_float_low`` (``_wait_for_gas_float``).
+
+    The balance is read afresh every step, so a funding posted meanwhile (``DR treasury /
+    CR equity:owner``) lets the waiting ones go on the next step without anyone acting. One
+    processor step per chain at a time (the advisory lock) keeps the committed sum exact.
+    """
+    with UnitOfWork(engine) as uow:
+        treasury_minor, scale = _treasury_minor(uow, ctx)
+        in_flight_wei = repo.in_flight_max_gas(
+            uow.conn, ctx.chain.name, sorted(model.GAS_COMMITTED),
+            gas_limit_native=ctx.hot.gas_limit_native, gas_limit_token=ctx.hot.gas_limit_token,
+            fresh_max_fee_per_gas=caps.max_fee_per_gas)
+        tokens = repo.tokens_of(uow.conn, ids)
+
+    def minor(wei: int) -> int:
+        # Exact (the configuration refuses a native scale below the chain's decimals).
+        return model.to_ledger_units(wei, ctx.chain.native_decimals, scale)
+
+    in_flight = minor(in_flight_wei)
+    max_gas = {i: minor(_gas_limit(ctx, tokens.get(i)) * caps.max_fee_per_gas) for i in ids}
+    fit = model.fit_gas_float(treasury_minor, in_flight, [(i, max_gas[i]) for i in ids])
+    for withdrawal_id in fit.waiting:
+        evidence = {"native_asset": ctx.chain.native_asset, "treasury_minor": str(treasury_minor),
+                    "in_flight_max_gas_minor": str(in_flight),
+                    "signed_this_step_max_gas_minor": str(fit.committed_minor - in_flight),
+                    "max_gas_minor": str(max_gas[withdrawal_id]),
+                    "max_fee_per_gas": str(caps.max_fee_per_gas)}
+        report.gas_waiting += 1
+        if run_in_transaction(engine, partial(_wait_for_gas_float, withdrawal_id=withdrawal_id,
+                                              evidence=evidence, now=now)):
+            alerts.warning(
+                "withdrawal %s on %s waits: gas float low (treasury:%s holds %s %s minor, "
+                "%s committed in flight, this payout may cost %s). Fund the treasury "
+                "(a declared funding: DR treasury:%s / CR equity:owner); it is signed by "
+                "itself once the float covers it.", withdrawal_id, ctx.chain.name,
+                ctx.chain.name, treasury_minor, ctx.chain.native_asset, fit.committed_minor,
+                max_gas[withdrawal_id], ctx.chain.name)
+    return list(fit.signable)
+
+
+def _wait_for_gas_float(uow: UnitOfWork, withdrawal_id: int, evidence: dict[str, Any],
+                        now: datetime) -> bool:
+    """Record that a reserved withdrawal waits for the gas float: one history row per wait
+    (none while it already carries the reason). Whether it was recorded now."""
+    # Row lock: a cancel in between is seen (it is no longer reserved).
+    w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+    if w is None or w.state is not State.RESERVED or w.state_reason == repo.GAS_FLOAT_LOW:
+        return False
+    service.apply(uow, w, Event.GAS_FLOAT_LOW, now=now, actor=ACTOR, reason=repo.GAS_FLOAT_LOW,
+                  evidence=evidence)
+    return True
 
 
 def _sign_first(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int, chain_nonce: int,
@@ -285,13 +377,19 @@ def _observe(ctx: ChainContext, attempts: list[AttemptRecord]) -> ChainView:
 
 def _track(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, now: datetime,
            report: StepReport) -> None:
+    """Track every in-flight withdrawal, each in its own transactions: what goes wrong with one
+    never stops the others. A node away is transient (the next step tries again); a settlement
+    that cannot be posted is a broken invariant: that withdrawal is held (``_hold``)."""
     for withdrawal_id in _ids(engine, cfg, ctx.chain.name, TRACKED):
         try:
             _track_one(engine, cfg, ctx, withdrawal_id, now=now, report=report)
         except RpcUnavailable as exc:
-            # The node is away: nothing is decided without it; the next step tries again.
-            log.warning("withdrawal %s: node unavailable while tracking: %s", withdrawal_id,
-                        exc.message)
+            # Expected and transient: nothing is decided without the node; the next step tries.
+            log.warning("withdrawal %s: node unavailable while tracking (transient, retried "
+                        "next step): %s", withdrawal_id, exc.message)
+        except SettlementRefused as refused:
+            # The failed transaction rolled back; the hold is recorded in a new one.
+            _hold_or_log(engine, ctx, withdrawal_id, refused, now=now, report=report)
         report.tracked += 1
 
 
@@ -345,31 +443,135 @@ def _on_receipt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
                 report: StepReport) -> None:
     is_final, evidence = final
     proof = {**evidence.to_json(), "tx_hash": landed.tx_hash, "nonce": landed.nonce}
-    if w.state is not State.INCLUDED or w.landed_attempt_id != landed.attempt_id:
-        if w.state is State.INCLUDED:  # Another attempt of the same nonce, after a reorg.
-            w = service.apply(uow, w, Event.REORGED_OUT, now=now, actor=ACTOR,
-                              reason="another attempt landed instead", evidence=proof)
-        w = service.apply(uow, w, Event.RECEIPT_OBSERVED, now=now, actor=ACTOR,
-                          reason=f"included in block {landed.receipt_block}", evidence=proof,
-                          attempt_id=landed.attempt_id, landed_attempt_id=landed.attempt_id)
+    w = _mark_included(uow, w, landed, proof, now=now)
     if not is_final:
         return
     receipt = view.receipts[landed.tx_hash]
     attempt = next(a for a in attempts if a.id == landed.attempt_id)
-    gas = _gas(ctx, attempt, receipt)
     proof = {**proof, "gas_used": from_quantity(receipt["gasUsed"]),
              "effective_gas_price": from_quantity(receipt["effectiveGasPrice"])}
+    event = Event.FINAL_SUCCEEDED if landed.succeeded else Event.FINAL_REVERTED
+    try:
+        gas = _gas(ctx, attempt, receipt)
+        if landed.succeeded:
+            _check_payout(ctx, w, receipt)
+            service.apply(uow, w, event, now=now, actor=ACTOR,
+                          reason=f"final under {ctx.rule}", evidence=proof, gas=gas,
+                          attempt_id=landed.attempt_id)
+        else:
+            service.apply(uow, w, event, now=now, actor=ACTOR,
+                          reason="reverted on chain (receipt status 0), final", evidence=proof,
+                          gas=gas, attempt_id=landed.attempt_id)
+    except Exception as exc:
+        if _transient(exc):
+            raise  # The next step (or run_in_transaction's retry) books it: nothing is broken.
+        raise _refusal(w, landed, event, proof, exc) from exc
     if landed.succeeded:
-        _check_payout(ctx, w, receipt)
-        service.apply(uow, w, Event.FINAL_SUCCEEDED, now=now, actor=ACTOR,
-                      reason=f"final under {ctx.rule}", evidence=proof, gas=gas,
-                      attempt_id=landed.attempt_id)
         report.settled += 1
     else:
-        service.apply(uow, w, Event.FINAL_REVERTED, now=now, actor=ACTOR,
-                      reason="reverted on chain (receipt status 0), final", evidence=proof,
-                      gas=gas, attempt_id=landed.attempt_id)
         report.released += 1
+
+
+def _mark_included(uow: UnitOfWork, w: WithdrawalRecord, landed: AttemptView,
+                   proof: dict[str, Any], *, now: datetime) -> WithdrawalRecord:
+    """Move ``w`` to ``included`` on ``landed`` unless it is there already (from another
+    attempt of the same nonce after a reorg: out first)."""
+    if w.state is State.INCLUDED and w.landed_attempt_id == landed.attempt_id:
+        return w
+    if w.state is State.INCLUDED:  # Another attempt of the same nonce, after a reorg.
+        w = service.apply(uow, w, Event.REORGED_OUT, now=now, actor=ACTOR,
+                          reason="another attempt landed instead", evidence=proof)
+    return service.apply(uow, w, Event.RECEIPT_OBSERVED, now=now, actor=ACTOR,
+                         reason=f"included in block {landed.receipt_block}", evidence=proof,
+                         attempt_id=landed.attempt_id, landed_attempt_id=landed.attempt_id)
+
+
+# --- holds: a final receipt whose settlement cannot be posted -------------------------------
+
+#: SQLSTATE classes of a database that is away or busy (connection, serialization, resources,
+#: operator intervention) and lock_not_available: retried, never a reason to hold.
+_TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
+
+
+def _transient(exc: BaseException) -> bool:
+    """Expected and transient (the node or the database away, a lock busy, a serialization
+    conflict): the next step tries again and nothing is held. Anything else raised while
+    booking a final receipt is a broken invariant."""
+    if isinstance(exc, (RpcUnavailable, DatabaseUnavailable)):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        state = sqlstate(exc)
+        if state is None:
+            return isinstance(exc, sa_exc.OperationalError) or exc.connection_invalidated
+        return state[:2] in _TRANSIENT_SQLSTATE_CLASSES or state == "55P03"
+    return False
+
+
+def _refusal(w: WithdrawalRecord, landed: AttemptView, event: Event, proof: dict[str, Any],
+             exc: Exception) -> SettlementRefused:
+    """The broken invariant ``exc`` met while booking ``event`` for ``w``, as what the hold
+    records: the case kind, the cause's code and message, and the evidence."""
+    if isinstance(exc, SettlementMismatch):
+        kind, cause, message = "settlement_mismatch", exc.code, exc.message
+    elif isinstance(exc, LedgerError):
+        kind, cause, message = "ledger_refused", exc.code, exc.message
+    elif isinstance(exc, (InvariantBroken, CustodyError)):
+        # E.g. gas that cannot be booked exactly (configuration_invalid), a refused transition.
+        kind, cause, message = "invariant_broken", exc.code, exc.message
+    else:
+        kind, cause, message = "invariant_broken", type(exc).__name__, str(exc)
+    evidence = {**proof, "booking": str(event), "receipt_block": landed.receipt_block,
+                "attempt_id": landed.attempt_id, "error": cause, "message": message[:2000],
+                "exception": type(exc).__name__}
+    return SettlementRefused(f"withdrawal {w.id}: {event} cannot be booked: {cause}: {message}",
+                             kind=kind, cause=cause, attempt_id=landed.attempt_id,
+                             evidence=evidence)
+
+
+def _hold_or_log(engine: Engine, ctx: ChainContext, withdrawal_id: int,
+                 refused: SettlementRefused, *, now: datetime, report: StepReport) -> None:
+    """Hold the withdrawal and alert; if even that fails, say so loudly and go on with the
+    other withdrawals (the next step meets the same refusal and tries the hold again)."""
+    try:
+        case_id = run_in_transaction(engine, partial(
+            _hold, ctx=ctx, withdrawal_id=withdrawal_id, refused=refused, now=now))
+    except Exception:
+        alerts.critical("withdrawal %s on %s: settlement refused (%s) and the hold could not be "
+                        "recorded; retried next step", withdrawal_id, ctx.chain.name,
+                        refused.message, exc_info=True)
+        return
+    if case_id is None:
+        return
+    report.held += 1
+    alerts.critical(
+        "withdrawal %s on %s HELD (case %s, %s): %s. A broken invariant: its payout is final on "
+        "chain but nothing was booked and its reserve stays open; the chain's other payouts go "
+        "on. Next: read the case's evidence (`custody withdrawal show %s`), fix the cause, then "
+        "`custody withdrawal retry %s --by NAME --reason TEXT` to settle it again.",
+        withdrawal_id, ctx.chain.name, case_id, refused.kind, refused.message, withdrawal_id,
+        withdrawal_id)
+
+
+def _hold(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int, refused: SettlementRefused,
+          now: datetime) -> int | None:
+    """Record the hold in a new transaction: ``included`` (if the rolled-back transaction had
+    only just observed the receipt) -> ``held``, with its history rows and a case. The id of
+    the case, or None when the withdrawal moved meanwhile (held once: held is not tracked)."""
+    # Row lock: tracking and a retry are ordered; the second sees the first's state.
+    w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+    if w is None or w.state not in TRACKED:
+        return None
+    evidence = refused.evidence
+    if w.state is not State.INCLUDED or w.landed_attempt_id != refused.attempt_id:
+        landed = AttemptView(refused.attempt_id, str(evidence["tx_hash"]),
+                             int(str(evidence["nonce"])), int(str(evidence["receipt_block"])),
+                             None, None, True)
+        w = _mark_included(uow, w, landed, evidence, now=now)
+    reason = f"{refused.cause}: {refused.evidence['message']}"
+    service.apply(uow, w, Event.SETTLEMENT_HELD, now=now, actor=ACTOR, reason=reason,
+                  evidence={**evidence, "kind": refused.kind}, attempt_id=refused.attempt_id)
+    return repo.insert_case(uow.conn, withdrawal_id=w.id, kind=refused.kind, reason=reason,
+                            evidence=evidence, opened_by=ACTOR, at=now)
 
 
 def _gas(ctx: ChainContext, attempt: AttemptRecord, receipt: dict[str, Any]) -> service.Gas:

@@ -1,5 +1,7 @@
 """Use cases of withdrawals that need no chain call: request and reserve, approve, reject,
-cancel, write-off votes, returned payouts, open items and the timeline.
+cancel, write-off votes, returned payouts, the retry of a held withdrawal, open items, what is
+waiting for an operator (held withdrawals' cases, payouts waiting for the gas float) and the
+timeline.
 
 Every state change goes through ``model.transition`` and is written, with its history row and
 its ledger entries (posted with ``ledger.service.post``, keys ``withdrawal:{id}:{step}``), in one
@@ -34,6 +36,7 @@ from withdrawals.errors import (
     ApprovalRefused,
     AssetNotWithdrawable,
     DailyLimitExceeded,
+    RetryRefused,
     ReturnLinkInvalid,
     WithdrawalKeyConflict,
     WithdrawalNotFound,
@@ -509,6 +512,55 @@ def vote_write_off(engine: Engine, withdrawal_id: int, actor: Actor, decision: s
     return run_in_transaction(engine, work)
 
 
+# --- held withdrawals -------------------------------------------------------------------------
+
+
+def retry_held(engine: Engine, withdrawal_id: int, actor: Actor, *, reason: str,
+               now: datetime) -> WithdrawalRecord:
+    """An admin lifts the hold of a held withdrawal once its cause is fixed: ``held ->
+    included`` (``hold_lifted``), and the open case gets its resolution. Nothing is booked
+    here: the processor's next step books the final receipt again (and, if the cause is still
+    there, holds it again with a new case). RetryRefused: no admin role, no reason, not held.
+    """
+    if ADMIN not in actor.roles:
+        raise RetryRefused(f"{actor.id} does not have the admin role")
+    if not reason or not reason.strip():
+        raise RetryRefused("lifting a hold needs a reason (what was fixed)")
+
+    def work(uow: UnitOfWork) -> WithdrawalRecord:
+        # Row lock: a retry and the processor's hold are ordered; two retries lift once.
+        w = _locked(uow, withdrawal_id)
+        if w.state is not State.HELD:
+            raise RetryRefused(f"withdrawal {w.id} is {w.state}, not held")
+        cases = [c for c in repo.list_cases(uow.conn, w.id) if c.open]
+        for case in cases:
+            repo.resolve_case(uow.conn, case.id, resolved_by=actor.id, reason=reason, at=now)
+        return apply(uow, w, Event.HOLD_LIFTED, now=now, actor=actor.id,
+                     reason=f"hold lifted by {actor.id}: {reason}",
+                     evidence={"cases": [c.id for c in cases]})
+
+    return run_in_transaction(engine, work)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What waits for an operator on a chain: the open cases of held withdrawals and the
+    payouts waiting for the gas float (``gas_float_low``), oldest first."""
+
+    cases: list[repo.CaseRecord]
+    gas_float_low: list[WithdrawalRecord]
+
+
+def waiting(engine: Engine, chain: str, *, limit: int) -> Waiting:
+    """Open withdrawal cases and payouts waiting for the gas float on ``chain`` (at most
+    ``limit`` of each): what the API's alerts are raised from."""
+    with UnitOfWork(engine) as uow:
+        cases = repo.open_cases(uow.conn, chain, limit)
+        found = [repo.get_withdrawal(uow.conn, i)
+                 for i in repo.ids_waiting_for_gas(uow.conn, chain, limit)]
+    return Waiting(cases, [w for w in found if w is not None])
+
+
 # --- returned payouts -----------------------------------------------------------------------
 
 
@@ -639,6 +691,7 @@ class Timeline:
     decisions: list[repo.DecisionRecord]
     returns: list[repo.ReturnRecord]
     transactions: list[TransactionRecord]
+    cases: list[repo.CaseRecord] = field(default_factory=list)
 
 
 def timeline(engine: Engine, withdrawal_id: int) -> Timeline:
@@ -654,5 +707,6 @@ def timeline(engine: Engine, withdrawal_id: int) -> Timeline:
             returns=repo.list_returns(uow.conn, w.id),
             transactions=[ledger.get_transaction(uow, t)
                           for t in repo.ledger_transaction_ids(uow.conn, w.id)],
+            cases=repo.list_cases(uow.conn, w.id),
         )
 

@@ -70,8 +70,10 @@ class SetOwnAddresses:
         return (chain, address.lower()) in self.addresses
 
 
-def open_book(engine: Engine, chain: str = CHAIN, *, eth_scale: int = 18) -> None:
-    """Assets and the company accounts; the treasury holds 10 ETH of gas float from equity."""
+def open_book(engine: Engine, chain: str = CHAIN, *, eth_scale: int = 18,
+              float_minor: int | None = None) -> None:
+    """Assets and the company accounts; the treasury holds ``float_minor`` of ETH (default
+    10 ETH; 0: an empty treasury) of gas float from equity."""
     with UnitOfWork(engine) as uow:
         usdc = ledger.open_asset(uow, "USDC", 6)
         eth = ledger.open_asset(uow, "ETH", eth_scale)
@@ -82,9 +84,11 @@ def open_book(engine: Engine, chain: str = CHAIN, *, eth_scale: int = 18) -> Non
                 ledger.open_account(uow, spec, asset)
         treasury = ledger.get_account(uow, f"treasury:{chain}", "ETH")
         equity = ledger.get_account(uow, "equity:owner", "ETH")
-        float_minor = 10 * 10**eth_scale
-        ledger.post(uow, Entry("test:treasury-float", "capital", T0, "tests",
-                               (debit(treasury, float_minor), credit(equity, float_minor))))
+        if float_minor is None:
+            float_minor = 10 * 10**eth_scale
+        if float_minor:
+            ledger.post(uow, Entry("test:treasury-float", "capital", T0, "tests",
+                                   (debit(treasury, float_minor), credit(equity, float_minor))))
         uow.commit()
 
 

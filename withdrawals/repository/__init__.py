@@ -10,6 +10,8 @@ transaction.
 - ``decisions``: approvals and write-off votes.
 - ``attempts``: hot wallet nonces, signed broadcast attempts, the processor's per-chain lock.
 - ``returns``: returned payouts linked to their withdrawals.
+- ``holds``: the gas float's reads (the maximum gas still committed on a chain, the
+  withdrawals waiting for it) and the cases a hold opens, with their resolutions.
 - ``ledger_reads``: what withdrawals read from the ledger's tables (the user's accounts, open
   reserve postings, a withdrawal's ledger transactions).
 
@@ -27,6 +29,17 @@ from withdrawals.repository.attempts import (
     unlock_chain,
 )
 from withdrawals.repository.decisions import DecisionRecord, insert_decision, list_decisions
+from withdrawals.repository.holds import (
+    GAS_FLOAT_LOW,
+    CaseRecord,
+    ids_waiting_for_gas,
+    in_flight_max_gas,
+    insert_case,
+    list_cases,
+    open_cases,
+    resolve_case,
+    tokens_of,
+)
 from withdrawals.repository.ledger_reads import (
     OpenItemRow,
     find_accounts,
@@ -49,8 +62,10 @@ from withdrawals.repository.withdrawals import (
 )
 
 __all__ = [
+    "GAS_FLOAT_LOW",
     "TRANSITION_COLUMNS",
     "AttemptRecord",
+    "CaseRecord",
     "DecisionRecord",
     "EventRecord",
     "HistoryRow",
@@ -63,20 +78,27 @@ __all__ = [
     "find_by_key",
     "find_return",
     "get_withdrawal",
+    "ids_waiting_for_gas",
+    "in_flight_max_gas",
+    "insert_case",
     "insert_attempt",
     "insert_decision",
     "insert_return",
     "ledger_transaction_ids",
     "list_attempts",
+    "list_cases",
     "list_decisions",
     "list_events",
     "list_ids_in_states",
     "list_ids_with_open_nonce",
     "list_returns",
+    "open_cases",
     "open_reserve",
     "open_reserves",
     "record_reserve",
     "record_transition",
+    "resolve_case",
+    "tokens_of",
     "try_lock_chain",
     "unlock_chain",
 ]
