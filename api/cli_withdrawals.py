@@ -105,7 +105,7 @@ def render_timeline(out: Console, tl: Timeline) -> None:
         status = (f"resolved by {c.resolved_by} at {c.resolved_at.isoformat()}: "
                   f"{c.resolution_reason}" if c.resolved_at else "OPEN")
         out.print(f"case {c.id} ({c.kind}) opened {c.opened_at.isoformat()}: {c.reason}  "
-                  f"[{status}]", highlight=False)
+                  f"[{status}]", highlight=False, markup=False)
     ledger = Table(title="ledger transactions")
     for column in ("id", "key", "kind", "effective", "postings"):
         ledger.add_column(column)

@@ -1,8 +1,12 @@
 """The chain side of withdrawals: sign, send, track to finality, settle, and the unknown ladder.
 
 One ``step`` per chain: (1) sign reserved withdrawals (nonce allocated under a row lock, the
-attempt recorded and committed BEFORE anything is sent); (2) send signed attempts (outside any
-database transaction; the outcome is recorded in a new one); (3) track every in-flight
+attempt recorded and committed BEFORE anything is sent), but only those whose maximum gas the
+treasury can pay on top of the maximum gas already in flight on the chain (the gas float,
+``model.fit_gas_float``): the others wait, unsigned and with no nonce taken, as
+``gas_float_low`` (one history row, an alert on ``custody.alerts``), and go on by themselves
+once the treasury is funded, since the balance is read afresh every step; (2) send signed
+attempts (outside any database transaction; the outcome is recorded in a new one); (3) track every in-flight
 withdrawal: receipts of all its attempts, the hot wallet's nonce at the final height and at
 latest, finality under the chain's rule. Settlement happens only on a final receipt; a reorg
 before finality sends the withdrawal back to broadcast tracking (and re-sends the same signed
@@ -15,6 +19,15 @@ finality; its gas is the company's network fee. A withdrawal written off as *sen
 fee-bumped copy of its payout instead, so that the chain comes to match the books. The nonce is
 never handed to another payout: after a send whose answer was lost, nothing proves that the
 old payout is not in some mempool, and only a transaction with higher fees displaces it.
+
+A final receipt whose settlement cannot be posted (a settlement mismatch, a ledger refusal such
+as an account past its limit or an idempotency conflict, any broken invariant) is not an
+expected error: its transaction rolls back, and a new one moves that withdrawal to ``held``
+with the evidence and a case (``withdrawal_cases``), with a CRITICAL alert naming what to do
+next; the chain's other withdrawals go on in the same step. Its reserve stays open; an admin's
+``custody withdrawal retry`` sends it back to ``included`` once the cause is fixed. Expected,
+transient failures (the node or the database away, a busy lock) are retried by the next step
+and never hold anything.
 
 Gas is booked exactly: the receipt's wei are converted to the native asset's ledger scale
 (``withdrawals.model.to_ledger_units``; a coarser scale is refused when the configuration is
