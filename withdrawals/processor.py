@@ -6,11 +6,11 @@ treasury can pay on top of the maximum gas already in flight on the chain (the g
 ``model.fit_gas_float``): the others wait, unsigned and with no nonce taken, as
 ``gas_float_low`` (one history row, an alert on ``custody.alerts``), and go on by themselves
 once the treasury is funded, since the balance is read afresh every step; (2) send signed
-attempts (outside any database transaction; the outcome is recorded in a new one); (3) track every in-flight
-withdrawal: receipts of all its attempts, the hot wallet's nonce at the final height and at
-latest, finality under the chain's rule. Settlement happens only on a final receipt; a reorg
-before finality sends the withdrawal back to broadcast tracking (and re-sends the same signed
-bytes). Nothing is released without proof from the chain or a two-admin write-off.
+attempts (outside any database transaction; the outcome is recorded in a new one); (3) track
+every in-flight withdrawal: receipts of all its attempts, the hot wallet's nonce at the final
+height and at latest, finality under the chain's rule. Settlement happens only on a final
+receipt; a reorg before finality sends the withdrawal back to broadcast tracking (and re-sends
+the same signed bytes). Nothing is released without proof from the chain or a two-admin write-off.
 (4) close the nonces of written-off withdrawals: a nonce handed out but never consumed blocks
 every later payout of the hot wallet, so the processor consumes it with a zero-value transfer
 from the hot wallet to itself (same nonce, fees bumped over every earlier attempt: it replaces
