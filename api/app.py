@@ -83,10 +83,12 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
-def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: WithdrawalsConfig, *,
+def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: WithdrawalsConfig | None,
+               *,
                rate_limits: RateLimits | None = None, clock: Callable[[], datetime] = utc_now,
                idempotency_stale_s: int = 300, lifespans: Sequence[Lifespan] = ()) -> FastAPI:
-    """The API app on ``engine`` (which runs as the application role)."""
+    """The API app on ``engine`` (which runs as the application role); ``withdrawals_config``
+    None: withdrawal requests are refused (``withdrawals_not_configured``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -125,9 +127,34 @@ def create_app_from_settings(settings: Settings | None = None,
     """The app on the configured database and the configuration file (``CUSTODY_CONFIG``)."""
     from config.chains import load_chains_config
     from config.database import get_engine
-    from config.withdrawals import load_withdrawals_config
 
     chains = load_chains_config(config_path)
-    app = create_app(get_engine(settings), chains, load_withdrawals_config(chains, config_path))
+    app = create_app(get_engine(settings), chains, load_withdrawals_if_present(chains,
+                                                                              config_path))
     keep_startup_out_of_gc()
     return app
+
+
+def load_withdrawals_if_present(chains: ChainsConfig,
+                                path: str | None = None) -> WithdrawalsConfig | None:
+    """The ``[withdrawals]`` table of the configuration file (``path`` or
+    ``$CUSTODY_CONFIG``), validated against ``chains``; None when the file has none (a
+    deposits-only deployment). A table that is there but wrong is ConfigurationInvalid."""
+    import os
+    import tomllib
+
+    from config.chains import CONFIG_ENV
+    from config.errors import ConfigurationInvalid
+    from config.withdrawals import parse_withdrawals_config
+
+    chosen = path if path is not None else os.environ.get(CONFIG_ENV)
+    if not chosen:
+        raise ConfigurationInvalid(f"no configuration: set {CONFIG_ENV}")
+    try:
+        with open(chosen, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationInvalid(f"cannot read configuration {chosen}: {exc}") from exc
+    if "withdrawals" not in data:
+        return None
+    return parse_withdrawals_config(data, chains)
