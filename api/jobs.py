@@ -340,6 +340,17 @@ def _log_agreement(report: ProbeReport) -> None:
              "; ".join(f"{f.field} {f.observed}" for f in report.findings))
 
 
+def require_agreement(engine: Engine, chain: ChainConfig, now: datetime) -> ProbeReport:
+    """The gate's check, once, for a command that steps a chain without the scheduler
+    (``custody watch``, ``custody withdrawals process``): the report when the configuration
+    agrees; ChainRefused (after the CRITICAL line and the alert) on a mismatch; the node's
+    error (RpcUnavailable...) when it could not be asked."""
+    gate = ChainGate(engine, chain)
+    gate.admit(now)
+    assert gate.report is not None
+    return gate.report
+
+
 class ChainGate:
     """The configuration check of one chain, run before any of its jobs steps.
 

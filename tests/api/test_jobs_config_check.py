@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +31,7 @@ from config.uow import UnitOfWork
 from config.withdrawals import parse_withdrawals_config
 from deposits import service
 from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract, free_port
-from devtools.config import DEV_TOKEN, dev_config
+from devtools.config import DEV_TOKEN, dev_config, to_toml
 
 pytestmark = pytest.mark.anvil
 KEY_ENV = "CUSTODY_TEST_CFGCHECK_KEY"
@@ -154,3 +158,36 @@ def test_a_node_down_at_startup_is_checked_again_at_the_next_run(engine: Engine)
     third = _rows(engine, "SELECT outcome, detail FROM job_runs ORDER BY id")[-1]
     assert (third.outcome, third.detail) == ("ok", None)
     assert _rows(engine, "SELECT chain FROM watcher_cursors") == [("good",)]
+
+
+def _cli(database_url: str, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "CUSTODY_CONFIG": str(config),
+           KEY_ENV: HOT.key.to_0x_hex(), "COLUMNS": "250"}
+    return subprocess.run([sys.executable, "-m", "api.cli", *args], env=env, text=True,
+                          capture_output=True, timeout=120)
+
+
+def test_watch_and_withdrawals_process_check_first(engine: Engine, database_url: str,
+                                                    node: AnvilNode, usdc: Contract,
+                                                    tmp_path: Path) -> None:
+    line = "chain bad: chain_id is 1 in the configuration, the node says 31337"
+    config = tmp_path / "custody.toml"
+    config.write_text(to_toml(_doc(node.url, usdc.address, chain_id=1)))
+    node.transact(usdc, "transfer", [_address(engine, "alice"), AMOUNT])
+    node.mine(2)
+    watched = _cli(database_url, config, "watch", "--steps", "2", "--poll-interval-s", "0")
+    assert watched.returncode == 0, watched.stderr
+    assert "watching good" in watched.stdout and "credited 1" in watched.stdout
+    assert f"error [config_mismatch]: {line}" in watched.stderr.splitlines()
+    assert [r.amount_minor for r in _credited(engine, "good")] == [AMOUNT]
+    assert _rows(engine, "SELECT chain FROM watcher_cursors") == [("good",)]
+    only_bad = _cli(database_url, config, "watch", "--chain", "bad", "--steps", "1")
+    assert only_bad.returncode == 2 and "watching" not in only_bad.stdout
+    processed = _cli(database_url, config, "withdrawals", "process", "bad", "--steps", "1")
+    assert processed.returncode == 2
+    # The CRITICAL log line (Python's last-resort handler: this command sets up no logging)
+    # and the command's error line.
+    assert processed.stderr.splitlines() == [line, f"error [config_mismatch]: {line}"]
+    [alert] = _rows(engine, "SELECT payload FROM outbox_events "
+                            "WHERE type = 'alert.config_mismatch'")
+    assert alert.payload["chain"] == "bad"
