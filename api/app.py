@@ -125,6 +125,7 @@ def keep_startup_out_of_gc() -> None:
 def create_app_from_settings(settings: Settings | None = None,
                              config_path: str | None = None) -> FastAPI:
     """The app on the configured database and the configuration file (``CUSTODY_CONFIG``)."""
+    from api.configuration import load_withdrawals_if_present
     from config.chains import load_chains_config
     from config.database import get_engine
 
@@ -134,27 +135,3 @@ def create_app_from_settings(settings: Settings | None = None,
     keep_startup_out_of_gc()
     return app
 
-
-def load_withdrawals_if_present(chains: ChainsConfig,
-                                path: str | None = None) -> WithdrawalsConfig | None:
-    """The ``[withdrawals]`` table of the configuration file (``path`` or
-    ``$CUSTODY_CONFIG``), validated against ``chains``; None when the file has none (a
-    deposits-only deployment). A table that is there but wrong is ConfigurationInvalid."""
-    import os
-    import tomllib
-
-    from config.chains import CONFIG_ENV
-    from config.errors import ConfigurationInvalid
-    from config.withdrawals import parse_withdrawals_config
-
-    chosen = path if path is not None else os.environ.get(CONFIG_ENV)
-    if not chosen:
-        raise ConfigurationInvalid(f"no configuration: set {CONFIG_ENV}")
-    try:
-        with open(chosen, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigurationInvalid(f"cannot read configuration {chosen}: {exc}") from exc
-    if "withdrawals" not in data:
-        return None
-    return parse_withdrawals_config(data, chains)

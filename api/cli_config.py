@@ -103,7 +103,7 @@ def check(
     reached, or when the file does not load. Needs no database. The scheduler runs the same
     check before a chain's jobs and refuses a chain that disagrees.
     """
-    from api.app import load_withdrawals_if_present
+    from api.configuration import load_withdrawals_if_present
     from config.chains import load_chains_config
 
     chains = load_chains_config(config)

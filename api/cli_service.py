@@ -58,7 +58,7 @@ def load_configs(path: str | None, *, required: bool) -> tuple[ChainsConfig | No
     ``[withdrawals]`` table (deposits only: no payouts, withdrawal requests are refused)."""
     import os
 
-    from api.app import load_withdrawals_if_present
+    from api.configuration import load_withdrawals_if_present
     from config.chains import CONFIG_ENV, load_chains_config
 
     if path is None and not os.environ.get(CONFIG_ENV) and not required:

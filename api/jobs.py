@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -42,12 +42,13 @@ from sqlalchemy.engine import Engine
 
 from api import outbox
 from api.repository import jobs as repo
-from chains.probe import ChainExpected, ProbeReport, TokenExpected, probe
-from chains.rpc import RpcClient
 from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
+
+if TYPE_CHECKING:
+    from chains.probe import ChainExpected, ProbeReport
 
 log = logging.getLogger("custody.jobs")
 alerts = logging.getLogger("custody.alerts")
@@ -306,6 +307,8 @@ class ChainRefused(CustodyError):
 
 def expected_of(chain: ChainConfig) -> ChainExpected:
     """What the configuration says about ``chain``, as ``chains.probe`` compares it."""
+    from chains.probe import ChainExpected, TokenExpected
+
     return ChainExpected(chain.name, chain.chain_id, tuple(
         TokenExpected(t.contract, t.decimals, t.symbol) for t in chain.tokens))
 
@@ -313,6 +316,10 @@ def expected_of(chain: ChainConfig) -> ChainExpected:
 def check_chain(chain: ChainConfig) -> ProbeReport:
     """Check ``chain``'s configuration against its node, with the chain's RPC timeout and
     retry budget (RpcUnavailable when the node cannot be reached: nothing is known)."""
+    # Imported here, as the chain jobs' modules are: a worker without chains starts sooner.
+    from chains.probe import probe
+    from chains.rpc import RpcClient
+
     with RpcClient(chain.rpc_url, rpc_timeout_ms=chain.rpc_timeout_ms,
                    retries_max=chain.rpc_retries_max) as rpc:
         return probe(rpc, expected_of(chain))

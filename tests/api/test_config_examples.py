@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from api.app import load_withdrawals_if_present
+from api.configuration import load_withdrawals_if_present
 from config.chains import load_chains_config, parse_chains_config
 from config.withdrawals import parse_withdrawals_config
 

@@ -11,8 +11,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from api.app import create_app, load_withdrawals_if_present
+from api.app import create_app
 from api.auth import create_key
+from api.configuration import load_withdrawals_if_present
 from config.chains import load_chains_config
 from config.errors import ConfigurationInvalid
 from devtools.config import dev_config, to_toml
