@@ -56,6 +56,14 @@ def _doc(url: str, token: str, *, withdrawals: bool = True) -> dict[str, Any]:
     return doc
 
 
+def test_help_says_what_is_checked_and_the_exit_codes() -> None:
+    done = subprocess.run([sys.executable, "-m", "api.cli", "config", "check", "--help"],
+                          env={**os.environ, "COLUMNS": "200"}, text=True, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "eth_chainId" in done.stdout and "Exit 2" in done.stdout and "--json" in done.stdout
+
+
 def test_a_good_configuration_exits_0_with_a_table_per_chain(
         tmp_path: Path, node: AnvilNode, usdc: Contract) -> None:
     done = custody(_write(tmp_path, _doc(node.url, usdc.address)))
