@@ -83,10 +83,12 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
-def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: WithdrawalsConfig, *,
+def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: WithdrawalsConfig | None,
+               *,
                rate_limits: RateLimits | None = None, clock: Callable[[], datetime] = utc_now,
                idempotency_stale_s: int = 300, lifespans: Sequence[Lifespan] = ()) -> FastAPI:
-    """The API app on ``engine`` (which runs as the application role)."""
+    """The API app on ``engine`` (which runs as the application role); ``withdrawals_config``
+    None: withdrawal requests are refused (``withdrawals_not_configured``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -123,11 +125,13 @@ def keep_startup_out_of_gc() -> None:
 def create_app_from_settings(settings: Settings | None = None,
                              config_path: str | None = None) -> FastAPI:
     """The app on the configured database and the configuration file (``CUSTODY_CONFIG``)."""
+    from api.configuration import load_withdrawals_if_present
     from config.chains import load_chains_config
     from config.database import get_engine
-    from config.withdrawals import load_withdrawals_config
 
     chains = load_chains_config(config_path)
-    app = create_app(get_engine(settings), chains, load_withdrawals_config(chains, config_path))
+    app = create_app(get_engine(settings), chains, load_withdrawals_if_present(chains,
+                                                                              config_path))
     keep_startup_out_of_gc()
     return app
+

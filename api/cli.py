@@ -196,6 +196,7 @@ def reverse(
 # The domain command groups live beside their packages' concerns; mounted here, the one place
 # that composes the command line.
 from api.cli_api import api_cli  # noqa: E402
+from api.cli_config import config_app  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
 from api.cli_service import service_cli  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
@@ -205,6 +206,7 @@ app.add_typer(withdrawal_app, name="withdrawal")  # show, approve, cancel, write
 app.add_typer(withdrawals_app, name="withdrawals")  # open, process
 app.add_typer(api_cli)  # keys create, api
 app.add_typer(service_cli)  # serve, worker, webhooks, demo
+app.add_typer(config_app, name="config")  # check
 
 
 def main() -> None:  # pragma: no cover - console entry point

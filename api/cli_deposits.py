@@ -12,11 +12,33 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from api.console import console, friendly
+from api.console import console, err_console, friendly
 
 deposits_app = typer.Typer(help="Deposits: chain watchers and deposit histories.")
 
 
+
+
+def _agreeing(engine: Any, chains_config: Any, names: list[str]) -> list[str]:
+    """The chains whose configuration agrees with their node (``api.jobs.require_agreement``);
+    a refused chain is named on stderr and left out, exit 2 when none is left. A node that
+    cannot be reached stops the command (exit 2): nothing could be checked."""
+    from datetime import UTC, datetime
+
+    from api.jobs import ChainRefused, require_agreement
+
+    agreeing = []
+    for name in names:
+        try:
+            require_agreement(engine, chains_config.chain(name), datetime.now(UTC))
+        except ChainRefused as exc:
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
+                              markup=False)
+            continue
+        agreeing.append(name)
+    if not agreeing:
+        raise typer.Exit(2)
+    return agreeing
 
 
 def _short(value: str | None, keep: int = 10) -> str:
@@ -38,7 +60,10 @@ def watch(
     poll_interval_s: Annotated[float | None, typer.Option(min=0.0, help="Seconds between "
                                                           "rounds once caught up.")] = None,
 ) -> None:
-    """Follow the chains: record deposits, track finality and reorgs, credit final deposits."""
+    """Follow the chains: record deposits, track finality and reorgs, credit final deposits.
+
+    Each chain's configuration is checked against its node first, as "custody config
+    check" checks it: a chain that disagrees is refused and the others are watched."""
     from config.chains import load_chains_config
     from config.database import get_engine
     from deposits.jobs import run_watch
@@ -47,7 +72,8 @@ def watch(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     chains_config = load_chains_config(config)
     engine = get_engine()
-    console.print(f"watching {', '.join(chain or list(chains_config.chains))}", highlight=False)
+    chain = _agreeing(engine, chains_config, chain or list(chains_config.chains))
+    console.print(f"watching {', '.join(chain)}", highlight=False)
 
     def show(r: StepReport) -> None:
         if r.new_deposits or r.finals or r.credited or r.rewound_to is not None or r.failed:

@@ -54,16 +54,17 @@ def _parse_time(value: str | None) -> datetime | None:
 def load_configs(path: str | None, *, required: bool) -> tuple[ChainsConfig | None,
                                                                WithdrawalsConfig | None]:
     """Both configurations from ``path`` or ``$CUSTODY_CONFIG``; (None, None) when there is
-    none and none is ``required``."""
+    none and none is ``required``; the withdrawals' None when the file has no
+    ``[withdrawals]`` table (deposits only: no payouts, withdrawal requests are refused)."""
     import os
 
+    from api.configuration import load_withdrawals_if_present
     from config.chains import CONFIG_ENV, load_chains_config
-    from config.withdrawals import load_withdrawals_config
 
     if path is None and not os.environ.get(CONFIG_ENV) and not required:
         return None, None
     chains = load_chains_config(path)
-    return chains, load_withdrawals_config(chains, path)
+    return chains, load_withdrawals_if_present(chains, path)
 
 
 def _scheduler(config: str | None, interval_s: float | None, only: list[str] | None, *,
@@ -91,7 +92,7 @@ def serve(
     from api.app import create_app, keep_startup_out_of_gc
 
     scheduler, chains, wcfg = _scheduler(config, interval_s, job, required=True)
-    assert chains is not None and wcfg is not None
+    assert chains is not None
     app = create_app(scheduler.engine, chains, wcfg, lifespans=[scheduler.lifespan()])
     keep_startup_out_of_gc()
     run_uvicorn(app, host, port)

@@ -198,11 +198,14 @@ def open_items(
 @friendly
 def process(chain: str, interval_s: Annotated[float, typer.Option()] = 2.0,
             steps: Annotated[int | None, typer.Option(help="Stop after N steps.")] = None) -> None:
-    """Run the withdrawal processor of CHAIN (sign, send, track, settle)."""
+    """Run the withdrawal processor of CHAIN (sign, send, track, settle), once the chain's
+    configuration agrees with its node (as "custody config check" checks it)."""
+    from api.jobs import require_agreement
     from config.database import get_engine
     from withdrawals import processor
 
     chains, cfg = _configs()
     ctx = processor.build_context(chains, cfg, chain)
+    require_agreement(get_engine(), chains.chain(chain), datetime.now(UTC))
     processor.run(get_engine(), cfg, ctx, interval_s=interval_s, steps_max=steps,
                   on_step=lambda r: console.print(r))

@@ -12,6 +12,13 @@
 - APScheduler's in-memory job store is per process (never shared); ``max_instances=1`` and
   ``coalesce`` keep one run per job per process. ``stop`` waits for running steps (each is
   bounded), so SIGTERM ends a worker cleanly.
+- Every job of a chain (its watcher, its withdrawal processor) passes that chain's
+  :class:`ChainGate` first: the configuration is checked against the node
+  (``chains.probe``: ``eth_chainId``, each token's ``decimals()``; ``symbol()`` recorded) once
+  per process. A mismatch refuses that chain for the life of the process (one CRITICAL line
+  per mismatch on ``custody.alerts``, an ``alert.config_mismatch`` event; each later run is
+  recorded as a ``config_mismatch`` error without stepping); the other chains keep running. A
+  node that cannot be reached leaves the chain unchecked: the next run checks again.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -35,12 +42,16 @@ from sqlalchemy.engine import Engine
 
 from api import outbox
 from api.repository import jobs as repo
-from config.chains import ChainsConfig
+from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
 
+if TYPE_CHECKING:
+    from chains.probe import ChainExpected, ProbeReport
+
 log = logging.getLogger("custody.jobs")
+alerts = logging.getLogger("custody.alerts")
 LOCK_NAMESPACE = 7351
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -103,6 +114,9 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
         outcome, detail = "ok", None
         try:
             job.step(now or started)
+        except ChainRefused as exc:
+            # Reported once, loudly, by the chain's gate; every later run only records it.
+            outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
         except CustodyError as exc:
             # An expected outcome (node down, watcher busy, a refused request): the next run
             # retries. Broken invariants are not CustodyErrors (withdrawals.errors
@@ -254,9 +268,11 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
 
     jobs = []
     for name, chain in chains.chains.items():
+        # One gate per chain, shared by all its jobs: whichever runs first checks.
+        gate = ChainGate(engine, chain)
         watcher = Watcher(engine, chains, name)
         jobs.append(Job(f"deposits.watch:{name}", iv.watch_s or chain.poll_interval_s,
-                        partial(_watch, watcher)))
+                        partial(_watch, gate, watcher)))
         if wcfg is None or name not in wcfg.hot_wallets:
             continue
         try:
@@ -265,17 +281,20 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
             log.warning("no withdrawal processing on %s: %s", name, exc.message)
             continue
         jobs.append(Job(f"withdrawals.process:{name}", iv.withdrawals_s,
-                        partial(_process, engine, wcfg, ctx)))
+                        partial(_process, gate, engine, wcfg, ctx)))
     return jobs
 
 
-def _watch(watcher: Any, now: datetime) -> object:
+def _watch(gate: ChainGate, watcher: Any, now: datetime) -> object:
+    gate.admit(now)
     return watcher.step(now=now)
 
 
-def _process(engine: Engine, wcfg: WithdrawalsConfig, ctx: Any, now: datetime) -> object:
+def _process(gate: ChainGate, engine: Engine, wcfg: WithdrawalsConfig, ctx: Any,
+             now: datetime) -> object:
     from withdrawals import processor
 
+    gate.admit(now)
     report = processor.step(engine, wcfg, ctx, now=now)
     withdrawal_alerts(engine, ctx.chain.name, limit=wcfg.batch_max)
     return report
@@ -309,6 +328,105 @@ def withdrawal_alerts(engine: Engine, chain: str, *, limit: int) -> int:
                         "signed by itself once the gas float covers it"})
         uow.commit()
     return new
+
+
+# --- the configuration check of a chain ------------------------------------------------------
+
+
+class ChainRefused(CustodyError):
+    """The chain's configuration disagrees with its node: none of its jobs steps in this
+    process (fix the configuration and restart). Not retryable."""
+
+    code = "config_mismatch"
+
+
+def expected_of(chain: ChainConfig) -> ChainExpected:
+    """What the configuration says about ``chain``, as ``chains.probe`` compares it."""
+    from chains.probe import ChainExpected, TokenExpected
+
+    return ChainExpected(chain.name, chain.chain_id, tuple(
+        TokenExpected(t.contract, t.decimals, t.symbol) for t in chain.tokens))
+
+
+def check_chain(chain: ChainConfig) -> ProbeReport:
+    """Check ``chain``'s configuration against its node, with the chain's RPC timeout and
+    retry budget (RpcUnavailable when the node cannot be reached: nothing is known)."""
+    # Imported here, as the chain jobs' modules are: a worker without chains starts sooner.
+    from chains.probe import probe
+    from chains.rpc import RpcClient
+
+    with RpcClient(chain.rpc_url, rpc_timeout_ms=chain.rpc_timeout_ms,
+                   retries_max=chain.rpc_retries_max) as rpc:
+        return probe(rpc, expected_of(chain))
+
+
+def report_mismatch(engine: Engine, report: ProbeReport, now: datetime) -> None:
+    """One CRITICAL line per mismatch on ``custody.alerts`` and an ``alert.config_mismatch``
+    event (once per distinct set of mismatches of the chain)."""
+    lines = [f.line() for f in report.mismatches]
+    for line in lines:
+        alerts.critical("%s", line)
+    with UnitOfWork(engine) as uow:
+        outbox.raise_alert(uow.conn, "config_mismatch", f"{report.chain}:" + "\n".join(lines), {
+            "chain": report.chain, "detected_at": now.isoformat(),
+            "mismatches": [{"field": f.field, "configured": f.configured,
+                            "observed": f.observed} for f in report.mismatches]})
+        uow.commit()
+
+
+def _log_agreement(report: ProbeReport) -> None:
+    for f in report.findings:
+        if not f.checked and f.ok and f.observed != f.configured:
+            log.warning("%s (recorded only: tokens are identified by their contract)", f.line())
+    log.info("chain %s: the configuration agrees with the node: %s", report.chain,
+             "; ".join(f"{f.field} {f.observed}" for f in report.findings))
+
+
+def require_agreement(engine: Engine, chain: ChainConfig, now: datetime) -> ProbeReport:
+    """The gate's check, once, for a command that steps a chain without the scheduler
+    (``custody watch``, ``custody withdrawals process``): the report when the configuration
+    agrees; ChainRefused (after the CRITICAL line and the alert) on a mismatch; the node's
+    error (RpcUnavailable...) when it could not be asked."""
+    gate = ChainGate(engine, chain)
+    gate.admit(now)
+    assert gate.report is not None
+    return gate.report
+
+
+class ChainGate:
+    """The configuration check of one chain, run before any of its jobs steps.
+
+    ``admit`` returns once the check has passed (remembered for the life of the process),
+    raises :class:`ChainRefused` when it found a mismatch (also remembered: a wrong
+    configuration does not heal by itself), and lets the node's errors through when it could
+    not check (the node was unreachable): then the next job run checks again. The chain's
+    jobs run in the scheduler's threads; the lock makes the first of them check and the others
+    wait for its answer (bounded by the chain's RPC timeout and retries).
+    """
+
+    def __init__(self, engine: Engine, chain: ChainConfig,
+                 check: Callable[[ChainConfig], ProbeReport] = check_chain) -> None:
+        self.engine = engine
+        self.chain = chain
+        self._check = check
+        self._lock = threading.Lock()
+        #: The report of the check, once one could be made.
+        self.report: ProbeReport | None = None
+
+    def admit(self, now: datetime) -> None:
+        """Return when the chain may step (see the class)."""
+        with self._lock:
+            if self.report is None:
+                report = self._check(self.chain)
+                if report.ok:
+                    _log_agreement(report)
+                else:
+                    report_mismatch(self.engine, report, now)
+                self.report = report
+            report = self.report
+        if not report.ok:
+            first, *more = report.mismatches
+            raise ChainRefused(first.line() + (f" (and {len(more)} more)" if more else ""))
 
 
 # --- the scheduler ---------------------------------------------------------------------------

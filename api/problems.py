@@ -69,6 +69,13 @@ class ChainUnknown(RequestInvalid):
     code = "chain_unknown"
 
 
+class WithdrawalsNotConfigured(ApiError):
+    """The configuration has no ``[withdrawals]`` table: this deployment pays nothing out."""
+
+    code = "withdrawals_not_configured"
+    status = 409
+
+
 class IdempotencyKeyMissing(ApiError):
     """A money-moving request came without an ``Idempotency-Key`` header."""
 

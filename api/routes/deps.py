@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 
-from api.problems import ChainUnknown
+from api.problems import ChainUnknown, WithdrawalsNotConfigured
 from api.ratelimit import RateLimits
 from config.chains import ChainConfig, ChainsConfig
 from config.uow import UnitOfWork
@@ -45,7 +45,9 @@ class ApiContext:
 
     engine: Engine
     chains: ChainsConfig
-    withdrawals: WithdrawalsConfig
+    #: The ``[withdrawals]`` table; None when the file has none (requests are then refused
+    #: with ``withdrawals_not_configured``: use :meth:`withdrawals_config`).
+    withdrawals: WithdrawalsConfig | None
     rate_limits: RateLimits = field(default_factory=RateLimits)
     clock: Callable[[], datetime] = utc_now
     #: An in_progress idempotency record older than this may be taken over by a retry (the
@@ -79,6 +81,14 @@ class ApiContext:
         """``engine`` in autocommit mode (same pool): each statement is its own transaction.
         For the authentication statement and the reads of ``api.auth.read_as`` only."""
         return self.engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    def withdrawals_config(self) -> WithdrawalsConfig:
+        """The withdrawal configuration, or WithdrawalsNotConfigured (409)."""
+        if self.withdrawals is None:
+            raise WithdrawalsNotConfigured(
+                "withdrawals are not configured here: the configuration has no [withdrawals] "
+                "table (see config/withdrawals.example.toml)")
+        return self.withdrawals
 
     def chain(self, name: str) -> ChainConfig:
         """A configured chain, or ChainUnknown (422)."""

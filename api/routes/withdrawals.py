@@ -55,6 +55,8 @@ def create_withdrawal(
     """Validate, then reserve amount + the most the fee can be, atomically with the balance
     check. Amounts above the configured thresholds wait for approvers."""
     ctx = context(request)
+    # Refused before anything is written (no idempotency record either).
+    wcfg = ctx.withdrawals_config()
     with UnitOfWork(ctx.engine) as uow:
         auth.check_user(uow, principal, user_id)
     amount_minor = parse_minor(body.amount)
@@ -63,7 +65,7 @@ def create_withdrawal(
         req = service.WithdrawalRequest(
             user_id=user_id, chain=body.chain, asset=body.asset, destination=body.to,
             amount_minor=amount_minor, request_key=key, requested_by=principal.actor)
-        done = service.request_withdrawal(ctx.engine, ctx.withdrawals, ctx, req, now=ctx.clock())
+        done = service.request_withdrawal(ctx.engine, wcfg, ctx, req, now=ctx.clock())
         return (200 if done.replayed else 201), withdrawal_view(ctx.chains, done.withdrawal)
 
     return idempotency.run(request, principal, idempotency_key, "withdrawal.create",

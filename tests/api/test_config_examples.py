@@ -1,0 +1,46 @@
+"""The documented examples make a working configuration file: ``config/chains.example.toml``
+followed by ``config/withdrawals.example.toml`` loads as both configurations, as ``custody
+config check``, ``serve`` and ``api`` load it; the chains' example alone loads as a deposits-only
+file."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from api.configuration import load_withdrawals_if_present
+from config.chains import load_chains_config, parse_chains_config
+from config.withdrawals import parse_withdrawals_config
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+CHAINS = CONFIG / "chains.example.toml"
+WITHDRAWALS = CONFIG / "withdrawals.example.toml"
+
+
+@pytest.fixture(autouse=True)
+def _ethereum_rpc_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUSTODY_ETHEREUM_RPC_URL", "http://127.0.0.1:1")
+
+
+def test_the_two_examples_make_a_working_file(tmp_path: Path) -> None:
+    text = CHAINS.read_text() + "\n" + WITHDRAWALS.read_text()
+    data = tomllib.loads(text)
+    chains = parse_chains_config(data)
+    wcfg = parse_withdrawals_config(data, chains)
+    assert set(chains.chains) == {"ethereum", "base", "devnet"}
+    assert set(wcfg.hot_wallets) == {"devnet"}
+    assert {key for key in wcfg.assets} == {("devnet", "USDC"), ("devnet", "ETH")}
+    path = tmp_path / "custody.toml"
+    path.write_text(text)
+    assert load_withdrawals_if_present(load_chains_config(path), str(path)) is not None
+
+
+def test_the_chains_example_alone_is_a_deposits_only_file() -> None:
+    chains = load_chains_config(CHAINS)
+    assert load_withdrawals_if_present(chains, str(CHAINS)) is None
+    assert chains.address_sources["evm"].kind == "mnemonic"
+    raw = tomllib.loads(CHAINS.read_text())["chains"]["ethereum"]
+    # Documented for the watcher of our own addresses (hot wallets, watch-only cold ones).
+    assert raw["hot_addresses"] and raw["cold_addresses"]
