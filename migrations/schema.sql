@@ -1209,7 +1209,9 @@ DECLARE
   w withdrawals%ROWTYPE;
   hash text;
 BEGIN
-  IF outbox_withdrawal_type(NEW.to_state) IS NULL THEN
+  -- A payout waiting for the gas float stays reserved: the client heard withdrawal.reserved
+  -- already, and the wait is the operator's matter (alert.gas_float_low), not news for it.
+  IF outbox_withdrawal_type(NEW.to_state) IS NULL OR NEW.event = 'gas_float_low' THEN
     RETURN NULL;
   END IF;
   SELECT * INTO w FROM withdrawals WHERE id = NEW.withdrawal_id;

@@ -118,6 +118,10 @@ class TestGasFloat:
         assert withdrawal_alerts(engine, "devnet", limit=10) == 1
         assert withdrawal_alerts(engine, "devnet", limit=10) == 0  # once per withdrawal
         assert gas_float_alerts(owner) == [str(w.id)]
+        with owner.connect() as conn:  # the wait is no news for the client
+            assert conn.execute(sa.text(
+                "SELECT type FROM outbox_events WHERE type LIKE 'withdrawal.%' ORDER BY id")
+            ).scalars().all() == ["withdrawal.reserved"]
         assert balance(engine, "user:u1:withdrawals") == 32_000_000  # not released
 
         fund_treasury(engine, 10**17, "test:funding:1")  # 0.1 ETH, made elsewhere

@@ -2,7 +2,7 @@
 -- (functions/withdrawal_refs_check.sql), and every row that moves a withdrawal into a state a
 -- client acts on writes its withdrawal.<state> webhook event into outbox_events in the same
 -- transaction, through functions/outbox_withdrawal_event_write.sql: the one place that builds
--- that event. withdrawal_reserve_record calls the same function for the reserve's history row
+-- that event (a gas_float_low wait writes none). withdrawal_reserve_record calls the same function for the reserve's history row
 -- and is skipped here (WHEN current_user <> 'custody_withdrawal_writer').
 
 DROP TRIGGER IF EXISTS withdrawal_events_check_refs ON withdrawal_events;
@@ -15,7 +15,9 @@ DECLARE
   w withdrawals%ROWTYPE;
   hash text;
 BEGIN
-  IF outbox_withdrawal_type(NEW.to_state) IS NULL THEN
+  -- A payout waiting for the gas float stays reserved: the client heard withdrawal.reserved
+  -- already, and the wait is the operator's matter (alert.gas_float_low), not news for it.
+  IF outbox_withdrawal_type(NEW.to_state) IS NULL OR NEW.event = 'gas_float_low' THEN
     RETURN NULL;
   END IF;
   SELECT * INTO w FROM withdrawals WHERE id = NEW.withdrawal_id;
