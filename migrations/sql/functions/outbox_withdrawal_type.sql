@@ -1,7 +1,7 @@
 -- outbox_withdrawal_type: the webhook event type of a withdrawal entering a state,
--- 'withdrawal.<state>' for the states a client acts on, NULL for the internal ones (signed,
--- included, awaiting_write_off, requested), which send nothing. The state names are those of
--- withdrawals.model.State (tests/migrations/test_rules.py checks them against it).
+-- 'withdrawal.<state>' for the states a client acts on, NULL for the internal ones (signing,
+-- signed, included, awaiting_write_off, requested), which send nothing. The state names are
+-- those of withdrawals.model.State (tests/migrations/test_rules.py checks them against it).
 
 CREATE OR REPLACE FUNCTION outbox_withdrawal_type(p_state text) RETURNS text
   LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
