@@ -7,7 +7,8 @@ Amounts are decimal strings in the LEDGER asset's units and become exact ``int``
 here; a value with more decimals than the asset's scale is refused, never rounded. Everything
 is validated against the chain configuration (the chain exists, the token is listed there, its
 on-chain decimals are known) and returned as frozen values. No secret is read here: the hot
-wallet's key is named by an environment variable that only the signer reads.
+wallet's key (a local signer) or a remote signer's URL carrying a credential is named by an
+environment variable that only ``withdrawals.signer`` reads.
 
 A hot wallet is refused when its chain's native asset has a ledger scale coarser than the
 chain's native decimals: the gas it pays is a fact in the chain's smallest unit (wei) that the
@@ -30,7 +31,8 @@ from config.errors import ConfigurationInvalid
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
-SIGNER_KINDS = frozenset({"local_key"})
+_URL = re.compile(r"^https?://[^\s]+$")
+SIGNER_KINDS = frozenset({"local_key", "remote"})
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,22 @@ class AssetPolicy:
 
 @dataclass(frozen=True)
 class HotWalletConfig:
-    """The single hot wallet payouts leave from on one chain, and its gas settings (wei)."""
+    """The single hot wallet payouts leave from on one chain, its signer and its gas settings
+    (wei).
+
+    ``signer`` is ``local_key`` (the key in the environment variable ``key_env``; development
+    chains only) or ``remote`` (a signing service at ``signer_url``, or at the URL held by the
+    environment variable ``signer_url_env`` when the URL carries a credential; each request
+    waits at most ``signer_timeout_ms`` to connect and as long for the answer).
+    """
 
     chain: str
     address: str
     signer: str
     key_env: str
+    signer_url: str | None = None
+    signer_url_env: str | None = None
+    signer_timeout_ms: int = 5_000
     gas_limit_native: int = 21_000
     gas_limit_token: int = 100_000
     priority_fee_wei: int = 1_000_000_000
@@ -178,16 +190,34 @@ def _parse_hot_wallet(chain_name: str, raw: Any, chains: ChainsConfig) -> HotWal
     signer = str(raw.get("signer", "local_key"))
     if signer not in SIGNER_KINDS:
         raise ConfigurationInvalid(f"{where}.signer must be one of {sorted(SIGNER_KINDS)}")
-    key_env = str(raw.get("key_env", ""))
-    if not _ENV.match(key_env):
-        raise ConfigurationInvalid(f"{where}.key_env must name an environment variable")
     return HotWalletConfig(
-        chain=chain_name, address=address.lower(), signer=signer, key_env=key_env,
+        chain=chain_name, address=address.lower(), signer=signer, **_signer_keys(raw, where),
         gas_limit_native=_int(raw, "gas_limit_native", where, 21_000, 21_000, 10_000_000),
         gas_limit_token=_int(raw, "gas_limit_token", where, 100_000, 21_000, 10_000_000),
         priority_fee_wei=_int(raw, "priority_fee_wei", where, 1_000_000_000, 0),
         max_fee_per_gas_cap_wei=_int(raw, "max_fee_per_gas_cap_wei", where, 500 * 10**9, 1),
     )
+
+
+def _signer_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The keys of the hot wallet's signer: ``key_env`` for a local key; for a remote signer
+    exactly one of ``signer_url`` and ``signer_url_env``, and ``signer_timeout_ms``."""
+    if str(raw.get("signer", "local_key")) == "local_key":
+        key_env = str(raw.get("key_env", ""))
+        if not _ENV.match(key_env):
+            raise ConfigurationInvalid(f"{where}.key_env must name an environment variable")
+        return {"key_env": key_env}
+    url, url_env = raw.get("signer_url"), raw.get("signer_url_env")
+    if (url is None) == (url_env is None):
+        raise ConfigurationInvalid(f"{where}: a remote signer needs exactly one of signer_url "
+                                   "and signer_url_env")
+    if url is not None and not _URL.match(str(url)):
+        raise ConfigurationInvalid(f"{where}.signer_url must be an http(s) URL")
+    if url_env is not None and not _ENV.match(str(url_env)):
+        raise ConfigurationInvalid(f"{where}.signer_url_env must name an environment variable")
+    return {"key_env": "", "signer_url": None if url is None else str(url),
+            "signer_url_env": None if url_env is None else str(url_env),
+            "signer_timeout_ms": _int(raw, "signer_timeout_ms", where, 5_000, 1, 600_000)}
 
 
 def parse_withdrawals_config(data: Mapping[str, Any], chains: ChainsConfig) -> WithdrawalsConfig:

@@ -1301,7 +1301,7 @@ CREATE TABLE public.withdrawals (
     CONSTRAINT withdrawals_nonce_check CHECK ((nonce >= 0)),
     CONSTRAINT withdrawals_request_key_check CHECK (((length(request_key) >= 1) AND (length(request_key) <= 200))),
     CONSTRAINT withdrawals_requested_by_check CHECK (((length(requested_by) >= 1) AND (length(requested_by) <= 200))),
-    CONSTRAINT withdrawals_state_check CHECK ((state = ANY (ARRAY['requested'::text, 'pending_approval'::text, 'reserved'::text, 'signed'::text, 'broadcast'::text, 'included'::text, 'unknown'::text, 'awaiting_write_off'::text, 'held'::text, 'settled'::text, 'reverted'::text, 'released'::text, 'canceled'::text, 'rejected'::text, 'written_off'::text]))),
+    CONSTRAINT withdrawals_state_check CHECK ((state = ANY (ARRAY['requested'::text, 'pending_approval'::text, 'reserved'::text, 'signing'::text, 'signed'::text, 'broadcast'::text, 'included'::text, 'unknown'::text, 'awaiting_write_off'::text, 'held'::text, 'settled'::text, 'reverted'::text, 'released'::text, 'canceled'::text, 'rejected'::text, 'written_off'::text]))),
     CONSTRAINT withdrawals_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT withdrawals_user_id_check CHECK (((length(user_id) >= 1) AND (length(user_id) <= 100)))
 );

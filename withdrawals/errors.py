@@ -78,7 +78,7 @@ class TransitionRefused(WithdrawalError):
 
 
 class WithdrawalNotCancelable(TransitionRefused):
-    """Cancel is only allowed until the withdrawal is signed."""
+    """Cancel is only allowed until a nonce is assigned to the withdrawal (``signing``)."""
 
     code = "withdrawal_not_cancelable"
 
@@ -102,9 +102,19 @@ class ReturnLinkInvalid(WithdrawalError):
 
 
 class SignerUnavailable(WithdrawalError):
-    """The signer cannot sign (missing key, wrong chain, key does not match the hot wallet)."""
+    """The signer cannot sign (missing key, wrong chain, key does not match the hot wallet; a
+    remote signer that timed out, failed or cannot be reached). A retry may help: a withdrawal
+    whose signature it was stays in ``signing`` with its nonce and is signed again later."""
 
     code = "signer_unavailable"
+
+
+class SignerAnswerInvalid(SignerUnavailable):
+    """A remote signer answered with a transaction that is not the one asked for (another
+    sender, nonce, recipient, value, data, chain or fees, or a hash that is not its own).
+    Never trusted nor sent; an operator must look at the signer."""
+
+    code = "signer_answer_invalid"
 
 
 class RetryRefused(WithdrawalError):

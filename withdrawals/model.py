@@ -5,8 +5,9 @@ No database, no web3, no clock reads, no settings imports: plain values in, plai
 
 The lifecycle (DESIGN.md section 6)::
 
-    requested --reserve_posted--> reserved --attempt_signed--> signed --send_accepted--> broadcast
+    requested --reserve_posted--> reserved --nonce_assigned--> signing --attempt_signed--> signed
         \\--approval_required--> pending_approval --approvals_completed--> reserved
+    signed --send_accepted--> broadcast
     broadcast/signed/unknown --receipt_observed--> included --final_succeeded--> settled
                                                             --final_reverted--> reverted
     included --reorged_out--> broadcast (never settled on a block that went away)
@@ -15,6 +16,9 @@ The lifecycle (DESIGN.md section 6)::
         same nonce); --proven_not_sent--> released; --escalated--> awaiting_write_off
     awaiting_write_off --written_off_as_sent / written_off_as_not_sent--> written_off
     pending_approval/reserved --canceled--> canceled; --rejected--> rejected
+    (``signing`` holds a nonce of the hot wallet but nothing was sent: it is not cancelable,
+    since only a transaction consuming that nonce lets the later payouts through; the
+    processor signs it again, same nonce and fee caps, until an attempt is recorded.)
     written_off --closing_signed--> written_off (a zero-value self-transfer closes the nonce)
     written_off --nonce_closed--> written_off (the nonce is consumed and final; gas booked)
     reserved --gas_float_low--> reserved (the treasury cannot pay its gas yet: no nonce taken;
@@ -77,6 +81,9 @@ class State(StrEnum):
     REQUESTED = "requested"
     PENDING_APPROVAL = "pending_approval"
     RESERVED = "reserved"
+    #: A nonce and fee caps are assigned and committed; the signature is asked for outside any
+    #: transaction, and only a recorded attempt (``signed``) is ever sent.
+    SIGNING = "signing"
     SIGNED = "signed"
     BROADCAST = "broadcast"
     INCLUDED = "included"
@@ -101,9 +108,12 @@ TERMINAL = frozenset(
     {State.SETTLED, State.REVERTED, State.RELEASED, State.CANCELED, State.REJECTED,
      State.WRITTEN_OFF}
 )
-#: States in which a transaction may exist on chain: tracked by the processor.
+#: States in which the withdrawal holds a nonce of the hot wallet and a transaction of it
+#: exists on chain or is about to (``signing``: signed and sent once recorded); the processor
+#: carries each of them on, and each will spend gas.
 IN_FLIGHT = frozenset(
-    {State.SIGNED, State.BROADCAST, State.INCLUDED, State.UNKNOWN, State.AWAITING_WRITE_OFF}
+    {State.SIGNING, State.SIGNED, State.BROADCAST, State.INCLUDED, State.UNKNOWN,
+     State.AWAITING_WRITE_OFF}
 )
 #: States whose gas the treasury may still owe: a transaction of ours may land (or has landed)
 #: and its gas is not booked yet. The gas float check counts the maximum gas of every
@@ -111,6 +121,7 @@ IN_FLIGHT = frozenset(
 #: ``held``: its gas was paid on chain but is booked only when it settles, so the ledger's
 #: treasury balance still counts wei the hot wallet no longer has.
 GAS_COMMITTED = frozenset({
+    State.SIGNING,
     State.SIGNED,
     State.BROADCAST,
     State.INCLUDED,
@@ -129,6 +140,7 @@ class Event(StrEnum):
     APPROVALS_COMPLETED = "approvals_completed"
     REJECTED = "rejected"
     CANCELED = "canceled"
+    NONCE_ASSIGNED = "nonce_assigned"
     ATTEMPT_SIGNED = "attempt_signed"
     SEND_ACCEPTED = "send_accepted"
     SEND_UNCONFIRMED = "send_unconfirmed"
@@ -174,7 +186,11 @@ TRANSITIONS: dict[tuple[State, Event], tuple[State, tuple[Effect, ...]]] = {
     (S.RESERVED, E.REJECTED): (S.REJECTED, (X.POST_RELEASE,)),
     (S.PENDING_APPROVAL, E.CANCELED): (S.CANCELED, (X.POST_RELEASE,)),
     (S.RESERVED, E.CANCELED): (S.CANCELED, (X.POST_RELEASE,)),
-    (S.RESERVED, E.ATTEMPT_SIGNED): (S.SIGNED, (X.BROADCAST,)),
+    # The nonce and fee caps are committed before the signer is called (outside any row lock),
+    # and the signed attempt is recorded in a second transaction before it is sent: a crash in
+    # between leaves ``signing``, signed again with the same nonce and caps.
+    (S.RESERVED, E.NONCE_ASSIGNED): (S.SIGNING, ()),
+    (S.SIGNING, E.ATTEMPT_SIGNED): (S.SIGNED, (X.BROADCAST,)),
     # Replacements (same nonce, higher fees): at most one attempt can ever be included.
     (S.UNKNOWN, E.ATTEMPT_SIGNED): (S.SIGNED, (X.BROADCAST,)),
     (S.BROADCAST, E.ATTEMPT_SIGNED): (S.SIGNED, (X.BROADCAST,)),

@@ -1,24 +1,36 @@
 """The chain side of withdrawals: sign, send, track to finality, settle, and the unknown ladder.
 
-One ``step`` per chain: (1) sign reserved withdrawals (nonce allocated under a row lock, the
-attempt recorded and committed BEFORE anything is sent), but only those whose maximum gas the
+One ``step`` per chain: (1) sign reserved withdrawals, but only those whose maximum gas the
 treasury can pay on top of the maximum gas already in flight on the chain (the gas float,
 ``model.fit_gas_float``): the others wait, unsigned and with no nonce taken, as
 ``gas_float_low`` (one history row, an alert on ``custody.alerts``), and go on by themselves
-once the treasury is funded, since the balance is read afresh every step; (2) send signed
-attempts (outside any database transaction; the outcome is recorded in a new one); (3) track
-every in-flight withdrawal: receipts of all its attempts, the hot wallet's nonce at the final
-height and at latest, finality under the chain's rule. Settlement happens only on a final
-receipt; a reorg before finality sends the withdrawal back to broadcast tracking (and re-sends
-the same signed bytes). Nothing is released without proof from the chain or a two-admin write-off.
+once the treasury is funded, since the balance is read afresh every step. Signing is in three
+parts so that no row lock is held while the signer (possibly a remote KMS, HSM or MPC service,
+with a timeout) is called: transaction A locks the withdrawal, allocates the nonce under the
+nonce row's lock, fixes the gas limit and fee caps in the history and moves it to ``signing``;
+the signer is called outside any transaction; transaction B locks the withdrawal again, checks
+it still waits in ``signing`` with that nonce and no attempt, records the attempt (hash, nonce,
+caps, raw bytes) and moves it to ``signed``. Only recorded attempts are ever sent, so a crash or
+a signer timeout between A and B loses nothing: the next step signs the same nonce and caps
+again (a signature that was never recorded was never sent). (2) send signed attempts (outside
+any database transaction; the outcome is recorded in a new one); (3) track every in-flight
+withdrawal: receipts of all its attempts, the hot wallet's nonce at the final height and at
+latest, finality under the chain's rule. Settlement happens only on a final receipt; a reorg
+before finality sends the withdrawal back to broadcast tracking (and re-sends the same signed
+bytes). Nothing is released without proof from the chain or a two-admin write-off. A fee-bumped
+replacement is decided from the chain view and an unlocked read, signed outside any
+transaction, and recorded under the row lock only if the withdrawal is still in the state the
+decision saw and its latest attempt is still the one the bump was computed from (otherwise the
+signature is dropped: it was never sent).
 (4) close the nonces of written-off withdrawals: a nonce handed out but never consumed blocks
 every later payout of the hot wallet, so the processor consumes it with a zero-value transfer
 from the hot wallet to itself (same nonce, fees bumped over every earlier attempt: it replaces
-a payout still in some mempool), recorded as an attempt before it is sent and tracked to
-finality; its gas is the company's network fee. A withdrawal written off as *sent* gets a
-fee-bumped copy of its payout instead, so that the chain comes to match the books. The nonce is
-never handed to another payout: after a send whose answer was lost, nothing proves that the
-old payout is not in some mempool, and only a transaction with higher fees displaces it.
+a payout still in some mempool), signed outside any transaction like a replacement, recorded as
+an attempt before it is sent and tracked to finality; its gas is the company's network fee. A
+withdrawal written off as *sent* gets a fee-bumped copy of its payout instead, so that the
+chain comes to match the books. The nonce is never handed to another payout: after a send whose
+answer was lost, nothing proves that the old payout is not in some mempool, and only a
+transaction with higher fees displaces it.
 
 A final receipt whose settlement cannot be posted (a settlement mismatch, a ledger refusal such
 as an account past its limit or an idempotency conflict, any broken invariant) is not an
@@ -73,11 +85,12 @@ from withdrawals.errors import (
     InvariantBroken,
     SettlementMismatch,
     SettlementRefused,
+    SignerAnswerInvalid,
     SignerUnavailable,
 )
 from withdrawals.model import AttemptView, Event, FeeCaps, State
 from withdrawals.repository import AttemptRecord, WithdrawalRecord
-from withdrawals.signer import Signer, UnsignedTx
+from withdrawals.signer import SignedTx, Signer, UnsignedTx
 
 log = logging.getLogger("withdrawals.processor")
 #: What operations page on: a payout that waits for the treasury, a withdrawal held.
@@ -130,7 +143,8 @@ def step(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
             return report
         lock_conn.commit()
         try:
-            _sign_reserved(engine, cfg, ctx, now=now, report=report)
+            _sign_reserved(engine, cfg, ctx, now=now, report=report)  # nonces and caps taken
+            _sign_assigned(engine, cfg, ctx, now=now, report=report)  # signed, then recorded
             _send_signed(engine, cfg, ctx, now=now, report=report)
             _track(engine, cfg, ctx, now=now, report=report)
             _send_signed(engine, cfg, ctx, now=now, report=report)  # replacements just signed
@@ -157,17 +171,23 @@ def _fresh_caps(ctx: ChainContext) -> FeeCaps:
                                   ctx.hot.max_fee_per_gas_cap_wei)
 
 
+def _gas_limit(ctx: ChainContext, w: WithdrawalRecord, purpose: str) -> int:
+    if purpose == "cancel" or w.token is None:
+        return ctx.hot.gas_limit_native
+    return ctx.hot.gas_limit_token
+
+
 def _unsigned(ctx: ChainContext, w: WithdrawalRecord, nonce: int, caps: FeeCaps,
-              purpose: str = "payout") -> UnsignedTx:
+              purpose: str = "payout", gas_limit: int | None = None) -> UnsignedTx:
+    gas = gas_limit or _gas_limit(ctx, w, purpose)
     if purpose == "cancel":
         # Zero value to ourselves: consumes the nonce, moves nothing but gas.
-        return UnsignedTx(ctx.chain.chain_id, nonce, ctx.hot.address, 0, "0x",
-                          ctx.hot.gas_limit_native, caps.max_fee_per_gas,
-                          caps.max_priority_fee_per_gas)
+        return UnsignedTx(ctx.chain.chain_id, nonce, ctx.hot.address, 0, "0x", gas,
+                          caps.max_fee_per_gas, caps.max_priority_fee_per_gas)
     if w.token is None:
-        to, value, data, gas = w.destination, w.chain_amount, "0x", ctx.hot.gas_limit_native
+        to, value, data = w.destination, w.chain_amount, "0x"
     else:
-        to, value, gas = w.token, 0, ctx.hot.gas_limit_token
+        to, value = w.token, 0
         data = erc20_transfer_calldata(w.destination, w.chain_amount)
     return UnsignedTx(ctx.chain.chain_id, nonce, to, value, data, gas, caps.max_fee_per_gas,
                       caps.max_priority_fee_per_gas)
@@ -185,12 +205,11 @@ def _sign_reserved(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
     # of would block every later payout of the wallet behind it.
     ids = _within_gas_float(engine, ctx, ids, caps, now=now, report=report)
     for withdrawal_id in ids:
-        if run_in_transaction(engine, partial(_sign_first, ctx=ctx, withdrawal_id=withdrawal_id,
-                                              chain_nonce=chain_nonce, caps=caps, now=now)):
-            report.signed += 1
+        run_in_transaction(engine, partial(_assign_nonce, ctx=ctx, withdrawal_id=withdrawal_id,
+                                           chain_nonce=chain_nonce, caps=caps, now=now))
 
 
-def _gas_limit(ctx: ChainContext, token: str | None) -> int:
+def _payout_gas_limit(ctx: ChainContext, token: str | None) -> int:
     """The gas limit a first attempt of a payout of ``token`` (None: native) uses."""
     return ctx.hot.gas_limit_native if token is None else ctx.hot.gas_limit_token
 
@@ -231,7 +250,7 @@ def _within_gas_float(engine: Engine, ctx: ChainContext, ids: list[int], caps: F
         return model.to_ledger_units(wei, ctx.chain.native_decimals, scale)
 
     in_flight = minor(in_flight_wei)
-    max_gas = {i: minor(_gas_limit(ctx, tokens.get(i)) * caps.max_fee_per_gas) for i in ids}
+    max_gas = {i: minor(_payout_gas_limit(ctx, tokens.get(i)) * caps.max_fee_per_gas) for i in ids}
     fit = model.fit_gas_float(treasury_minor, in_flight, [(i, max_gas[i]) for i in ids])
     for withdrawal_id in fit.waiting:
         evidence = {"native_asset": ctx.chain.native_asset, "treasury_minor": str(treasury_minor),
@@ -265,40 +284,129 @@ def _wait_for_gas_float(uow: UnitOfWork, withdrawal_id: int, evidence: dict[str,
     return True
 
 
-def _sign_first(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int, chain_nonce: int,
-                caps: FeeCaps, now: datetime) -> bool:
-    # Row lock: cancel and signing are ordered; the second sees the first's state.
+def _assign_nonce(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int, chain_nonce: int,
+                  caps: FeeCaps, now: datetime) -> bool:
+    """Transaction A of a first payout: the nonce, the gas limit and the fee caps are taken and
+    committed (``signing``) before the signer is called, so that a crash while signing finds
+    them again: the same transaction is signed anew, never one with another nonce."""
+    # Row lock: cancel and nonce assignment are ordered; the second sees the first's state.
     w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
     if w is None or w.state is not State.RESERVED:
         return False
     nonce = repo.allocate_nonce(uow.conn, ctx.chain.name, ctx.hot.address, chain_nonce)
-    _record_attempt(uow, ctx, w, nonce, caps, 1, now, "first attempt",
-                    {"hot_wallet": ctx.hot.address, "nonce": nonce})
+    service.apply(uow, w, Event.NONCE_ASSIGNED, now=now, actor=ACTOR,
+                  reason=f"nonce {nonce} assigned, to be signed",
+                  evidence={"hot_wallet": ctx.hot.address, "nonce": nonce,
+                            "gas_limit": _gas_limit(ctx, w, "payout"), **_caps_json(caps)},
+                  hot_wallet=ctx.hot.address, nonce=nonce)
     return True
 
 
-def _record_attempt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord, nonce: int,
-                    caps: FeeCaps, attempt_no: int, now: datetime, reason: str,
-                    updates: dict[str, Any] | None = None, *, purpose: str = "payout",
+def _caps_json(caps: FeeCaps) -> dict[str, str]:
+    return {"max_fee_per_gas": str(caps.max_fee_per_gas),
+            "max_priority_fee_per_gas": str(caps.max_priority_fee_per_gas)}
+
+
+def _sign_assigned(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
+                   now: datetime, report: StepReport) -> None:
+    """Sign every withdrawal in ``signing`` outside any transaction, with the nonce and caps
+    committed by transaction A, then record the attempt (transaction B). Only a recorded
+    attempt is ever sent, so a signature lost to a crash or a timeout costs nothing."""
+    for withdrawal_id in _ids(engine, cfg, ctx.chain.name, (State.SIGNING,)):
+        with UnitOfWork(engine) as uow:  # A read, closed before the signer is called.
+            w = repo.get_withdrawal(uow.conn, withdrawal_id)
+            assigned = repo.last_event(uow.conn, withdrawal_id, Event.NONCE_ASSIGNED)
+        unsigned = _assigned_tx(ctx, w, assigned)
+        if unsigned is None:
+            continue
+        signed = _sign(ctx, unsigned, withdrawal_id)
+        if signed is None:
+            return  # The signer is away: the others wait for the next step, nonces kept.
+        if run_in_transaction(engine, partial(_record_first, ctx=ctx,
+                                              withdrawal_id=withdrawal_id, unsigned=unsigned,
+                                              signed=signed, now=now)):
+            report.signed += 1
+
+
+def _assigned_tx(ctx: ChainContext, w: WithdrawalRecord | None,
+                 assigned: repo.EventRecord | None) -> UnsignedTx | None:
+    """The transaction that transaction A fixed for ``w``, or None if there is none to sign."""
+    if w is None or w.state is not State.SIGNING or assigned is None:
+        return None
+    evidence = assigned.evidence
+    assert w.nonce is not None and evidence["nonce"] == w.nonce, "set in one transaction"
+    if w.hot_wallet != ctx.hot.address:
+        # The configuration changed under a withdrawal that holds the old wallet's nonce.
+        log.error("withdrawal %s: nonce %s belongs to hot wallet %s, not the configured %s; "
+                  "not signed", w.id, w.nonce, w.hot_wallet, ctx.hot.address)
+        return None
+    caps = FeeCaps(int(evidence["max_fee_per_gas"]), int(evidence["max_priority_fee_per_gas"]))
+    return _unsigned(ctx, w, w.nonce, caps, gas_limit=int(evidence["gas_limit"]))
+
+
+def _sign(ctx: ChainContext, unsigned: UnsignedTx, withdrawal_id: int) -> SignedTx | None:
+    """Call the signer; never inside a database transaction (a remote signer may take its whole
+    timeout). None when it cannot sign now: nothing was recorded or sent, so nothing is lost."""
+    try:
+        return ctx.signer.sign(unsigned)
+    except SignerAnswerInvalid as exc:
+        log.error("withdrawal %s: signer answer refused (nonce %s): %s; check the signer",
+                  withdrawal_id, unsigned.nonce, exc.message)
+    except SignerUnavailable as exc:
+        log.warning("withdrawal %s: signer unavailable (nonce %s): %s", withdrawal_id,
+                    unsigned.nonce, exc.message)
+    return None
+
+
+def _record_first(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int,
+                  unsigned: UnsignedTx, signed: SignedTx, now: datetime) -> bool:
+    """Transaction B of a first payout: record the attempt if the withdrawal still waits for it
+    (else the signature is dropped; it was never sent)."""
+    # Row lock, re-read under it: signing is not cancelable, but a step that overlapped this
+    # one (a processor outliving its lock's connection) may have recorded the attempt already.
+    w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+    if (w is None or w.state is not State.SIGNING or w.nonce != unsigned.nonce
+            or repo.list_attempts(uow.conn, withdrawal_id)):
+        return False
+    _record_attempt(uow, ctx, w, unsigned, signed, 1, now, "first attempt")
+    return True
+
+
+def _record_replacement(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int,
+                        expected: State, based_on: AttemptRecord, unsigned: UnsignedTx,
+                        signed: SignedTx, reason: str, now: datetime, *, event: Event,
+                        purpose: str) -> AttemptRecord | None:
+    """Record a replacement (fee bump or nonce closing) signed outside the transaction, if the
+    withdrawal is still where the decision saw it: in ``expected``, its latest attempt still
+    ``based_on``, its nonce not closed. Otherwise None: the signature is dropped, never sent."""
+    # Row lock, re-read under it: the decision was taken without the lock, from the chain.
+    w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
+    attempts = repo.list_attempts(uow.conn, withdrawal_id)
+    if (w is None or w.state is not expected or w.nonce_closed_at is not None
+            or not attempts or attempts[-1].id != based_on.id):
+        return None
+    return _record_attempt(uow, ctx, w, unsigned, signed, based_on.attempt_no + 1, now, reason,
+                           purpose=purpose, event=event)
+
+
+def _record_attempt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
+                    unsigned: UnsignedTx, signed: SignedTx, attempt_no: int, now: datetime,
+                    reason: str, *, purpose: str = "payout",
                     event: Event = Event.ATTEMPT_SIGNED) -> AttemptRecord:
-    """Sign an attempt and record it with its history row; it is sent after the commit."""
-    unsigned = _unsigned(ctx, w, nonce, caps, purpose)
-    signed = ctx.signer.sign(unsigned)
+    """Record a signed attempt with its history row (the row locked by the caller); it is sent
+    after the commit."""
+    caps = FeeCaps(unsigned.max_fee_per_gas, unsigned.max_priority_fee_per_gas)
     attempt_id = repo.insert_attempt(
         uow.conn, withdrawal_id=w.id, attempt_no=attempt_no, chain=ctx.chain.name,
-        hot_wallet=ctx.hot.address, nonce=nonce, tx_hash=signed.tx_hash, raw_tx=signed.raw_tx,
-        max_fee_per_gas=caps.max_fee_per_gas,
+        hot_wallet=ctx.hot.address, nonce=unsigned.nonce, tx_hash=signed.tx_hash,
+        raw_tx=signed.raw_tx, max_fee_per_gas=caps.max_fee_per_gas,
         max_priority_fee_per_gas=caps.max_priority_fee_per_gas, gas_limit=unsigned.gas_limit,
         at=now, purpose=purpose)
-    service.apply(uow, w, event, now=now, actor=ACTOR, reason=reason,
-                  attempt_id=attempt_id,
-                  evidence={"tx_hash": signed.tx_hash, "nonce": nonce, "attempt_no": attempt_no,
-                            "purpose": purpose,
-                            "max_fee_per_gas": str(caps.max_fee_per_gas),
-                            "max_priority_fee_per_gas": str(caps.max_priority_fee_per_gas)},
-                  **(updates or {}))
-    return AttemptRecord(attempt_id, w.id, attempt_no, ctx.chain.name, ctx.hot.address, nonce,
-                         signed.tx_hash, signed.raw_tx, caps.max_fee_per_gas,
+    service.apply(uow, w, event, now=now, actor=ACTOR, reason=reason, attempt_id=attempt_id,
+                  evidence={"tx_hash": signed.tx_hash, "nonce": unsigned.nonce,
+                            "attempt_no": attempt_no, "purpose": purpose, **_caps_json(caps)})
+    return AttemptRecord(attempt_id, w.id, attempt_no, ctx.chain.name, ctx.hot.address,
+                         unsigned.nonce, signed.tx_hash, signed.raw_tx, caps.max_fee_per_gas,
                          caps.max_priority_fee_per_gas, unsigned.gas_limit, now, purpose)
 
 
@@ -412,6 +520,9 @@ def _track_one(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, withdr
         attempts = repo.list_attempts(uow.conn, withdrawal_id)
     view = _observe(ctx, attempts)
     landed, final = _landed(ctx, view)
+    if landed is None and _replace_if_due(engine, cfg, ctx, withdrawal_id, attempts, view,
+                                          now=now):
+        return
     resend: AttemptRecord | None = None
 
     def work(uow: UnitOfWork) -> AttemptRecord | None:
@@ -606,34 +717,61 @@ def _check_payout(ctx: ChainContext, w: WithdrawalRecord, receipt: dict[str, Any
                                  f"expected [{w.chain_amount}]")
 
 
-def _ladder(uow: UnitOfWork, cfg: WithdrawalsConfig, ctx: ChainContext, w: WithdrawalRecord,
-            attempts: list[AttemptRecord], view: ChainView, *, now: datetime,
-            report: StepReport) -> AttemptRecord | None:
+def _decide(cfg: WithdrawalsConfig, w: WithdrawalRecord, attempts: list[AttemptRecord],
+            view: ChainView, *, now: datetime) -> model.LadderDecision:
     assert w.nonce is not None
-    decision = model.decide_in_flight(
+    return model.decide_in_flight(
         w.state, view.attempts, nonce=w.nonce, finalized_nonce=view.finalized_nonce,
         latest_nonce=view.latest_nonce, unknown_since=w.unknown_since,
         escalate_after_s=cfg.escalate_after_s, last_attempt_at=attempts[-1].created_at,
         bump_after_s=cfg.bump_after_s, attempts_max=cfg.attempts_max, now=now)
-    if decision.event is None:
+
+
+def _ladder(uow: UnitOfWork, cfg: WithdrawalsConfig, ctx: ChainContext, w: WithdrawalRecord,
+            attempts: list[AttemptRecord], view: ChainView, *, now: datetime,
+            report: StepReport) -> AttemptRecord | None:
+    decision = _decide(cfg, w, attempts, view, now=now)
+    if decision.event is None or decision.replace:
+        # A replacement is signed outside any transaction (``_replace_if_due``); one asked for
+        # only now, under the lock, waits for the next step.
         return None
     evidence = {"nonce": w.nonce, "finalized_nonce": view.finalized_nonce,
                 "latest_nonce": view.latest_nonce, "final_height": view.final_height,
                 "attempts": [a.tx_hash for a in attempts],
                 "known_to_node": [a.tx_hash for a in view.attempts if a.known_to_node]}
-    if decision.replace:
-        previous = attempts[-1]
-        caps = model.bumped_fee_caps(
-            FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
-            view.fresh_caps, cfg.bump_percent)
-        _record_attempt(uow, ctx, w, w.nonce, caps, previous.attempt_no + 1, now,
-                        decision.reason)
-        return None
     service.apply(uow, w, decision.event, now=now, actor=ACTOR, reason=decision.reason,
                   evidence=evidence)
     if decision.event is Event.PROVEN_NOT_SENT:
         report.released += 1
     return None
+
+
+def _replace_if_due(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext,
+                    withdrawal_id: int, attempts: list[AttemptRecord], view: ChainView, *,
+                    now: datetime) -> bool:
+    """A fee-bumped replacement (same nonce) if the ladder asks for one: decided from the
+    chain view and an unlocked read, signed outside any transaction, then recorded if the
+    withdrawal is still where the decision saw it. True if the ladder asked for one."""
+    with UnitOfWork(engine) as uow:  # A read, closed before the signer is called.
+        w = repo.get_withdrawal(uow.conn, withdrawal_id)
+    if w is None or w.state not in (State.BROADCAST, State.UNKNOWN):
+        return False
+    decision = _decide(cfg, w, attempts, view, now=now)
+    if not decision.replace:
+        return False
+    assert w.nonce is not None
+    previous = attempts[-1]
+    caps = model.bumped_fee_caps(
+        FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
+        view.fresh_caps, cfg.bump_percent)
+    unsigned = _unsigned(ctx, w, w.nonce, caps)
+    signed = _sign(ctx, unsigned, withdrawal_id)
+    if signed is not None:
+        run_in_transaction(engine, partial(
+            _record_replacement, ctx=ctx, withdrawal_id=withdrawal_id, expected=w.state,
+            based_on=previous, unsigned=unsigned, signed=signed, reason=decision.reason,
+            now=now, event=Event.ATTEMPT_SIGNED, purpose="payout"))
+    return True
 
 
 # --- closing the nonces of written-off withdrawals ----------------------------------------
@@ -672,29 +810,50 @@ def _close_nonce(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, with
         bump_after_s=cfg.bump_after_s, attempts_max=cfg.attempts_max, now=now)
     if decision.resend:
         return attempts[-1]
+    if decision.event is Event.CLOSING_SIGNED:
+        return _sign_closing(engine, cfg, ctx, withdrawal_id, attempts, view, decision,
+                             as_sent, now=now, report=report)
     if decision.event is None:
         return None
 
-    def work(uow: UnitOfWork) -> AttemptRecord | None:
+    def work(uow: UnitOfWork) -> None:
         w = repo.get_withdrawal(uow.conn, withdrawal_id, for_update=True)
         if w is None or w.state is not State.WRITTEN_OFF or w.nonce_closed_at is not None:
-            return None
-        assert w.nonce is not None
-        if decision.event is Event.CLOSING_SIGNED:
-            previous = max(attempts, key=lambda a: (a.max_fee_per_gas,
-                                                    a.max_priority_fee_per_gas))
-            caps = model.bumped_fee_caps(
-                FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
-                view.fresh_caps, cfg.bump_percent)
-            report.cancels_signed += 1
-            return _record_attempt(uow, ctx, w, w.nonce, caps, attempts[-1].attempt_no + 1, now,
-                                   decision.reason, purpose="payout" if as_sent else "cancel",
-                                   event=Event.CLOSING_SIGNED)
+            return
         _nonce_closed(uow, ctx, w, attempts, landed, view, decision, as_sent, now=now)
         report.nonces_closed += 1
-        return None
 
-    return run_in_transaction(engine, work)
+    run_in_transaction(engine, work)
+    return None
+
+
+def _sign_closing(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext,
+                  withdrawal_id: int, attempts: list[AttemptRecord], view: ChainView,
+                  decision: model.NonceDecision, as_sent: bool, *, now: datetime,
+                  report: StepReport) -> AttemptRecord | None:
+    """A closing attempt (fees bumped over every earlier attempt), signed outside any
+    transaction and recorded if nothing moved meanwhile; returned to be sent."""
+    with UnitOfWork(engine) as uow:  # A read, closed before the signer is called.
+        w = repo.get_withdrawal(uow.conn, withdrawal_id)
+    if w is None or w.state is not State.WRITTEN_OFF or w.nonce_closed_at is not None:
+        return None
+    assert w.nonce is not None
+    previous = max(attempts, key=lambda a: (a.max_fee_per_gas, a.max_priority_fee_per_gas))
+    caps = model.bumped_fee_caps(
+        FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
+        view.fresh_caps, cfg.bump_percent)
+    purpose = "payout" if as_sent else "cancel"
+    unsigned = _unsigned(ctx, w, w.nonce, caps, purpose)
+    signed = _sign(ctx, unsigned, withdrawal_id)
+    if signed is None:
+        return None
+    recorded = run_in_transaction(engine, partial(
+        _record_replacement, ctx=ctx, withdrawal_id=withdrawal_id, expected=State.WRITTEN_OFF,
+        based_on=attempts[-1], unsigned=unsigned, signed=signed, reason=decision.reason,
+        now=now, event=Event.CLOSING_SIGNED, purpose=purpose))
+    if recorded is not None:
+        report.cancels_signed += 1
+    return recorded
 
 
 def _nonce_closed(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
@@ -726,15 +885,16 @@ def _nonce_closed(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
 def build_context(chains: Any, cfg: WithdrawalsConfig, chain_name: str, *,
                   environ: dict[str, str] | None = None,
                   rpc_url: str | None = None) -> ChainContext:
-    """The context of one chain from the configuration; the local key comes from the
-    environment variable the hot wallet names (``environ`` defaults to ``os.environ``)."""
-    from withdrawals.signer import LocalKeySigner
+    """The context of one chain from the configuration, with the signer its hot wallet names
+    (``withdrawals.signer.signer_for``: a local key or a remote signing service; the key or a
+    secret URL comes from ``environ``, which defaults to ``os.environ``)."""
+    from withdrawals.signer import signer_for
 
     chain = chains.chain(chain_name)
     hot = cfg.hot_wallet(chain_name)
     rpc = RpcClient(rpc_url or chain.rpc_url, rpc_timeout_ms=chain.rpc_timeout_ms,
                     retries_max=chain.rpc_retries_max, backoff_ms=20, backoff_max_ms=200)
-    return ChainContext(chain, hot, rpc, LocalKeySigner(hot.key_env, environ=environ))
+    return ChainContext(chain, hot, rpc, signer_for(hot, environ=environ))
 
 
 def run(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, interval_s: float,

@@ -462,7 +462,8 @@ def reject(engine: Engine, withdrawal_id: int, actor: Actor, *, now: datetime,
 
 def cancel(engine: Engine, withdrawal_id: int, actor: str, *, now: datetime,
            reason: str = "canceled by request") -> WithdrawalRecord:
-    """Cancel before signing and release the reserve; WithdrawalNotCancelable afterwards.
+    """Cancel before a nonce is assigned (``signing``) and release the reserve;
+    WithdrawalNotCancelable afterwards.
 
     The row lock orders cancel and signing: whichever comes second sees the other's state.
     """

@@ -1,8 +1,15 @@
-"""Signing behind an interface. The only implementation here is a local key for development
-chains; production signing (an HSM, MPC, a custody provider) plugs in behind ``Signer``.
+"""Signing behind an interface, ``Signer``: ``LocalKeySigner`` (a key from the environment,
+development chains only) and ``RemoteSigner`` (a KMS, HSM or MPC service over HTTP, with a
+timeout). ``signer_for`` builds the one a hot wallet's configuration names.
 
-The key is read from an environment variable when the signer is built and kept only in this
-process's memory: it is never written to the database, a file or a log, and ``repr`` hides it.
+The processor calls a signer outside every database transaction (no row lock is held while a
+remote service thinks), so a signer may be slow or fail: ``SignerUnavailable`` leaves the
+withdrawal in ``signing`` with its nonce, to be signed again later. A remote signer's answer is
+decoded and checked against what was asked (``check_signed``) before it is trusted.
+
+The local key is read from an environment variable when the signer is built and kept only in
+this process's memory: it is never written to the database, a file or a log, and ``repr`` hides
+it. A remote signer's URL may carry a credential, so it is never logged either.
 """
 
 from __future__ import annotations
@@ -10,11 +17,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import requests
 from eth_account import Account
+from eth_account.typed_transactions.typed_transaction import TypedTransaction
+from eth_utils.crypto import keccak
+from hexbytes import HexBytes
 
-from withdrawals.errors import SignerUnavailable
+from config.withdrawals import HotWalletConfig
+from withdrawals.errors import SignerAnswerInvalid, SignerUnavailable
 
 #: Chain ids of development chains (anvil, hardhat, ganache): the local signer refuses others.
 DEV_CHAIN_IDS = frozenset({31337, 1337})
@@ -95,3 +107,100 @@ def _checksum(address: str) -> str:
     from eth_utils.address import to_checksum_address
 
     return str(to_checksum_address(address))
+
+
+class RemoteSigner:
+    """A signing service (KMS, HSM, MPC) reached over HTTP.
+
+    ``sign`` POSTs the transaction as JSON (``UnsignedTx``'s fields plus ``from``; amounts as
+    decimal strings) and expects ``{"raw_tx": "0x...", "tx_hash": "0x..."}``. A timeout (connect
+    or read, ``timeout_ms`` each), a transport error, a status other than 200 or a malformed
+    body raise SignerUnavailable; an answer that is not the transaction asked for raises
+    SignerAnswerInvalid. The service holds the key; ``address`` is the configured hot wallet,
+    and every answer must be signed by it.
+    """
+
+    def __init__(self, address: str, url: str, *, timeout_ms: int,
+                 session: requests.Session | None = None) -> None:
+        self._address = address.lower()
+        self._url = url
+        self._timeout_s = timeout_ms / 1000
+        self._session = session or requests.Session()
+
+    def __repr__(self) -> str:
+        # The URL may carry a credential: never shown.
+        return f"RemoteSigner(address={self._address}, timeout_s={self._timeout_s})"
+
+    @property
+    def address(self) -> str:
+        """The hot wallet address the service signs for (lower-case)."""
+        return self._address
+
+    def sign(self, tx: UnsignedTx) -> SignedTx:
+        """Ask the service to sign ``tx`` and check its answer (see the class docstring)."""
+        try:
+            answer = self._session.post(self._url, json=request_body(self._address, tx),
+                                        timeout=self._timeout_s)
+        except requests.Timeout:
+            raise SignerUnavailable(f"remote signer: no answer within {self._timeout_s}s "
+                                    f"(nonce {tx.nonce})") from None
+        except requests.RequestException as exc:
+            raise SignerUnavailable(f"remote signer unreachable: {type(exc).__name__}") from None
+        if answer.status_code != 200:
+            raise SignerUnavailable(f"remote signer answered HTTP {answer.status_code}")
+        try:
+            body = answer.json()
+            signed = SignedTx(str(body["raw_tx"]).lower(), str(body["tx_hash"]).lower())
+        except (ValueError, KeyError, TypeError):
+            raise SignerUnavailable("remote signer answered without raw_tx and tx_hash") from None
+        check_signed(tx, signed, self._address)
+        return signed
+
+
+def request_body(sender: str, tx: UnsignedTx) -> dict[str, Any]:
+    """What ``RemoteSigner`` sends: the transaction's fields, amounts as decimal strings."""
+    return {"from": sender, "chain_id": tx.chain_id, "nonce": tx.nonce, "to": tx.to.lower(),
+            "value": str(tx.value), "data": tx.data, "gas_limit": tx.gas_limit,
+            "max_fee_per_gas": str(tx.max_fee_per_gas),
+            "max_priority_fee_per_gas": str(tx.max_priority_fee_per_gas)}
+
+
+def check_signed(tx: UnsignedTx, signed: SignedTx, sender: str) -> None:
+    """Refuse (SignerAnswerInvalid) signed bytes that are not exactly ``tx`` signed by
+    ``sender``: an EIP-1559 transaction with the same chain id, nonce, recipient, value, data,
+    gas limit and fee caps, no access list, and ``tx_hash`` = keccak(raw)."""
+    try:
+        raw = bytes.fromhex(signed.raw_tx.removeprefix("0x"))
+        decoded = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
+        recovered = str(Account.recover_transaction(raw)).lower()
+    except Exception as exc:  # noqa: BLE001 - any decoding failure means "not a transaction"
+        raise SignerAnswerInvalid(f"remote signer answered bytes that do not decode as a "
+                                  f"signed transaction ({type(exc).__name__})") from None
+    asked = {"type": 2, "chainId": tx.chain_id, "nonce": tx.nonce, "to": tx.to.lower(),
+             "value": tx.value, "data": tx.data.lower(), "gas": tx.gas_limit,
+             "maxFeePerGas": tx.max_fee_per_gas,
+             "maxPriorityFeePerGas": tx.max_priority_fee_per_gas, "accessList": ()}
+    got = {k: decoded.get(k) for k in asked}
+    got["to"] = "0x" + bytes(got["to"] or b"").hex()
+    got["data"] = "0x" + bytes(got["data"] or b"").hex()
+    got["accessList"] = tuple(got["accessList"] or ())
+    differ = sorted(k for k in asked if asked[k] != got[k])
+    if differ:
+        raise SignerAnswerInvalid(f"remote signer signed another transaction: {differ} differ "
+                                  f"(nonce {tx.nonce})")
+    if recovered != sender.lower():
+        raise SignerAnswerInvalid(f"remote signer signed as {recovered}, not {sender}")
+    if "0x" + keccak(raw).hex() != signed.tx_hash:
+        raise SignerAnswerInvalid("remote signer's tx_hash is not the hash of its raw_tx")
+
+
+def signer_for(hot: HotWalletConfig, *, environ: Mapping[str, str] | None = None) -> Signer:
+    """The signer a hot wallet's configuration names (``environ`` defaults to ``os.environ``;
+    the local key and a ``signer_url_env`` URL are read from it)."""
+    source = os.environ if environ is None else environ
+    if hot.signer == "remote":
+        url = hot.signer_url or source.get(hot.signer_url_env or "")
+        if not url:
+            raise SignerUnavailable(f"environment variable {hot.signer_url_env} is not set")
+        return RemoteSigner(hot.address, url, timeout_ms=hot.signer_timeout_ms)
+    return LocalKeySigner(hot.key_env, environ=source)

@@ -1,7 +1,7 @@
 """Withdrawal holds: the state ``held`` and the durable cases a hold opens.
 
 Revision ID: 0015_withdrawal_holds
-Revises: 0012_definitions
+Revises: 0014_withdrawal_signing
 Create Date: 2026-12-01
 """
 
@@ -15,7 +15,7 @@ from alembic import op
 from migrations import run_sql_file
 
 revision = "0015_withdrawal_holds"
-down_revision = "0012_definitions"
+down_revision = "0014_withdrawal_signing"
 branch_labels = None
 depends_on = None
 

@@ -3,6 +3,7 @@ wallet with a fresh key funded directly (sweeping is later work), and the proces
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -45,6 +46,14 @@ class Devnet:
         self.clock += timedelta(seconds=advance_s)
         return processor.step(engine, cfg or self.cfg, ctx or self.context(), now=self.clock)
 
+    def remote_context(self, url: str, *, timeout_ms: int = 2_000,
+                       cfg: WithdrawalsConfig | None = None) -> ChainContext:
+        """A processor context whose signer is the remote service at ``url``."""
+        chains, remote = load(remote_toml(self.toml, url=url, timeout_ms=timeout_ms))
+        if cfg is not None:
+            remote = dataclasses.replace(cfg, hot_wallets=remote.hot_wallets)
+        return processor.build_context(chains, remote, "devnet", environ={})
+
     def token_balance(self, address: str) -> int:
         return int(self.node.call(self.token, "balanceOf", [to_checksum_address(address)]))
 
@@ -52,6 +61,16 @@ class Devnet:
         topic = "0x" + "0" * 24 + address.lower()[2:]
         return self.node.rpc.get_logs(0, "latest", [self.token.address],
                                       [TRANSFER_TOPIC, None, topic])
+
+
+def remote_toml(toml: str, *, url: str | None = None, url_env: str | None = None,
+                timeout_ms: int = 2_000) -> str:
+    """The configuration ``toml`` with the hot wallet signed by a remote service (``url`` in
+    the file, or the environment variable ``url_env`` naming it)."""
+    where = f'signer_url = "{url}"' if url_env is None else f'signer_url_env = "{url_env}"'
+    local = f'signer = "local_key"\nkey_env = "{KEY_ENV}"'
+    assert local in toml
+    return toml.replace(local, f'signer = "remote"\n{where}\nsigner_timeout_ms = {timeout_ms}')
 
 
 def start_devnet(*, finality: str = "confirmations:3", token_units: int = 10**15,

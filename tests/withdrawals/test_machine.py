@@ -54,7 +54,8 @@ class WithdrawalMachine(RuleBasedStateMachine):
             assert before is State.INCLUDED  # settled only on a landed attempt
         if Effect.POST_GAS in effects and event is not Event.NONCE_CLOSED:
             assert before is State.INCLUDED  # gas only for an attempt with a receipt
-        if event is Event.ATTEMPT_SIGNED:
+        if event in (Event.NONCE_ASSIGNED, Event.ATTEMPT_SIGNED):
+            # From the nonce on, the withdrawal may be paid: never released without proof.
             self.signed = True
         self.state = t.to_state
         self.was_unknown |= self.state is State.UNKNOWN

@@ -48,8 +48,31 @@ class TestTransition:
                              (State.AWAITING_WRITE_OFF, Event.WRITTEN_OFF_AS_NOT_SENT)}
 
     def test_cancel_after_signing_has_its_own_error(self) -> None:
-        with pytest.raises(errors.WithdrawalNotCancelable):
-            model.transition(State.SIGNED, Event.CANCELED, now=NOW)
+        for state in (State.SIGNING, State.SIGNED):
+            with pytest.raises(errors.WithdrawalNotCancelable):
+                model.transition(state, Event.CANCELED, now=NOW)
+
+
+class TestSigning:
+    def test_a_nonce_is_assigned_before_anything_is_signed(self) -> None:
+        t = model.transition(State.RESERVED, Event.NONCE_ASSIGNED, now=NOW)
+        assert (t.to_state, t.effects) == (State.SIGNING, ())
+        t = model.transition(State.SIGNING, Event.ATTEMPT_SIGNED, now=NOW)
+        assert (t.to_state, t.effects) == (State.SIGNED, (Effect.BROADCAST,))
+        # The old shortcut is gone: a first attempt is recorded only after its nonce and caps.
+        with pytest.raises(errors.TransitionRefused):
+            model.transition(State.RESERVED, Event.ATTEMPT_SIGNED, now=NOW)
+
+    def test_signing_only_leaves_by_a_recorded_attempt(self) -> None:
+        # The nonce is taken: no cancel, no rejection, no release, no second nonce.
+        moves = {e: to for (s, e), (to, _) in model.TRANSITIONS.items() if s is State.SIGNING}
+        assert moves == {Event.ATTEMPT_SIGNED: State.SIGNED}
+        assert State.SIGNING not in model.CANCELABLE
+        assert State.SIGNING in model.IN_FLIGHT and not State.SIGNING.terminal
+
+    def test_signing_is_entered_only_from_reserved(self) -> None:
+        into = {(s, e) for (s, e), (to, _) in model.TRANSITIONS.items() if to is State.SIGNING}
+        assert into == {(State.RESERVED, Event.NONCE_ASSIGNED)}
 
 
 class TestValidation:

@@ -96,8 +96,8 @@ class TestSettle:
                                       ("reserve", "settle", "gas:1")]
         settle = tl.transactions[1]
         assert any(p.closes_posting_id == w.reserve_posting_id for p in settle.postings)
-        assert events(funded, w.id) == ["reserve_posted", "attempt_signed", "send_accepted",
-                                        "receipt_observed", "final_succeeded"]
+        assert events(funded, w.id) == ["reserve_posted", "nonce_assigned", "attempt_signed",
+                                        "send_accepted", "receipt_observed", "final_succeeded"]
         assert tl.events[-1].evidence["confirmations"] == 3
         report = verify(funded)
         assert report.ok, report.discrepancies

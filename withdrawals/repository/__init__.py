@@ -3,7 +3,8 @@ transaction.
 
 - ``withdrawals``: the withdrawal rows (``WithdrawalRecord``), their lookups, and their
   history: ``record_transition`` sets the ``TRANSITION_COLUMNS`` and appends the history row
-  (``HistoryRow``) in one statement; ``list_events`` reads the history back.
+  (``HistoryRow``) in one statement; ``list_events`` reads the history back, ``last_event``
+  its latest row of one event.
 - ``reserve``: the calls of the reserve's SQL functions ``withdrawal_reserve_open`` (the daily
   limit lock and what a reserve reads under it) and ``withdrawal_reserve_record`` (the reserved
   withdrawal, its history row and outbox event), on the psycopg connection directly.
@@ -55,6 +56,7 @@ from withdrawals.repository.withdrawals import (
     WithdrawalRecord,
     find_by_key,
     get_withdrawal,
+    last_event,
     list_events,
     list_ids_in_states,
     list_ids_with_open_nonce,
@@ -84,6 +86,7 @@ __all__ = [
     "insert_attempt",
     "insert_decision",
     "insert_return",
+    "last_event",
     "ledger_transaction_ids",
     "list_attempts",
     "list_cases",

@@ -203,3 +203,17 @@ def list_events(conn: Connection, withdrawal_id: int) -> list[EventRecord]:
     return [EventRecord(r.id, r.from_state, r.to_state, r.event, r.reason, dict(r.evidence),
                         r.actor, r.ledger_transaction_id, r.attempt_id, r.occurred_at,
                         r.recorded_at) for r in rows]
+
+
+def last_event(conn: Connection, withdrawal_id: int, event: str) -> EventRecord | None:
+    """The latest history row of ``event`` for a withdrawal (None if it never happened)."""
+    r = conn.execute(
+        sa.text("SELECT * FROM withdrawal_events WHERE withdrawal_id = :w AND event = :e "
+                "ORDER BY id DESC LIMIT 1"),
+        {"w": withdrawal_id, "e": event},
+    ).first()
+    if r is None:
+        return None
+    return EventRecord(r.id, r.from_state, r.to_state, r.event, r.reason, dict(r.evidence),
+                       r.actor, r.ledger_transaction_id, r.attempt_id, r.occurred_at,
+                       r.recorded_at)

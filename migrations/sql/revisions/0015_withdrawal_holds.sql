@@ -6,7 +6,7 @@
 
 ALTER TABLE withdrawals DROP CONSTRAINT withdrawals_state_check;
 ALTER TABLE withdrawals ADD CONSTRAINT withdrawals_state_check CHECK (state IN ('requested',
-  'pending_approval', 'reserved', 'signed', 'broadcast', 'included', 'unknown',
+  'pending_approval', 'reserved', 'signing', 'signed', 'broadcast', 'included', 'unknown',
   'awaiting_write_off', 'held', 'settled', 'reverted', 'released', 'canceled', 'rejected',
   'written_off'));
 
