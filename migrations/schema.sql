@@ -5353,6 +5353,13 @@ GRANT SELECT,INSERT ON TABLE public.treasury_fundings TO custody_app;
 
 
 --
+-- Name: COLUMN treasury_fundings.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.treasury_fundings TO custody_app;
+
+
+--
 -- Name: SEQUENCE treasury_fundings_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 

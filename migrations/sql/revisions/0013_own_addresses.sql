@@ -113,5 +113,8 @@ REVOKE ALL ON internal_transfers, treasury_fundings, treasury_funding_matches,
   deposit_case_votes FROM PUBLIC;
 GRANT SELECT, INSERT ON internal_transfers, treasury_fundings, treasury_funding_matches,
   deposit_case_votes TO custody_app;
+-- SELECT ... FOR UPDATE (the matcher locks the funding it takes) needs an UPDATE privilege on
+-- some column; the append-only trigger still refuses every actual UPDATE.
+GRANT UPDATE (id) ON treasury_fundings TO custody_app;
 GRANT USAGE, SELECT ON SEQUENCE treasury_fundings_id_seq, deposit_case_votes_id_seq
   TO custody_app;
