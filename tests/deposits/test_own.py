@@ -237,3 +237,29 @@ class TestFundings:
         with pytest.raises(FundingInvalid):
             declare(orig, **args)
         assert count(orig, "treasury_fundings") == 0
+
+
+class TestTreasuryReport:
+    def test_onchain_holdings_of_all_our_addresses_equal_custody_plus_treasury(
+            self, orig: OwnRig) -> None:
+        from deposits.treasury import treasury_report
+
+        declare(orig, amount="2.5")
+        user = orig.user("alice")
+        funding = orig.node.send_eth(ALICE, HOT, 25 * ETH // 10)
+        orig.node.send_eth(BOB, user, ETH)
+        orig.node.transact(orig.tokens.usdc, "transfer", [COLD, 7_000_000], BOB)
+        block = send_and_finalize(orig, funding)
+        orig.mine_to(block + 8)  # Final under confirmations:3 and below the finalized tag.
+        orig.step()
+        rows = {r.asset: r for r in treasury_report(orig.engine, orig.config)}
+        eth, usdc = rows["ETH"], rows["USDC"]
+        assert eth.native and eth.gas_float_minor == eth.treasury_minor == 25 * ETH // 10
+        assert (eth.onchain_minor, eth.custody_minor) == (35 * ETH // 10, ETH)
+        assert (eth.hot_onchain_minor, eth.hot_treasury_minor, eth.hot_custody_minor) == (
+            25 * ETH // 10, 25 * ETH // 10, 0)
+        assert eth.difference_minor == 0 and eth.exact
+        assert (usdc.onchain_minor, usdc.custody_minor, usdc.treasury_minor) == (
+            7_000_000, 7_000_000, 0)
+        assert usdc.difference_minor == 0 and usdc.gas_float_minor is None
+        assert eth.addresses == 3
