@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from chains.model import ObservedTransfer
 from chains.model import parse_finality_rule as rule_of
@@ -36,9 +37,10 @@ def balance(api: Api, code: str, asset: str) -> int:
         return ledger.account_balance(uow, ledger.get_account(uow, code, asset)).balance_minor
 
 
-def seed_final_own(api: Api, amount_minor: int = 4_000_000) -> str:
+def seed_final_own(api: Api | Engine, amount_minor: int = 4_000_000) -> str:
     """A USDC transfer to the hot wallet, recorded and settled as the watcher would (final,
     attested): it lands in suspense with a case. Returns its transaction hash."""
+    engine = api.engine if isinstance(api, Api) else api
     chains, _ = configs()
     chain = chains.chain("devnet")
     tx_hash = "0x" + uuid.uuid4().hex + uuid.uuid4().hex
@@ -47,20 +49,20 @@ def seed_final_own(api: Api, amount_minor: int = 4_000_000) -> str:
         value=amount_minor, tx_hash=tx_hash, block_number=100, block_hash="0x" + "22" * 32,
         position="log:0", log_index=3), tx_from=SENDER, tx_nonce=1)
     now = datetime.now(UTC)
-    with UnitOfWork(api.engine) as uow:
+    with UnitOfWork(engine) as uow:
         deposits.record_scan(uow, chains, chain, [], [observed], {}, head_block=100, now=now)
         deposits.record_progress(uow, chain, rule_of(chain.finality),
                                  [("devnet", tx_hash, "log:0")], head_block=200,
                                  finalized_block=None, canonical={100: "0x" + "22" * 32},
                                  now=now)
         uow.commit()
-    with UnitOfWork(api.engine) as uow:
+    with UnitOfWork(engine) as uow:
         (d,) = deposits.repo.deposits_of_transaction(uow.conn, "devnet", tx_hash)
         assert (d.state, d.address_kind) == ("final", "hot")
         accounts = deposits.AccountCache()
         accounts.ensure(uow, chains, deposits.accounts_needed(chain, [d]))
         uow.commit()
-    with UnitOfWork(api.engine) as uow:
+    with UnitOfWork(engine) as uow:
         counts = deposits.settle_final(uow, chain, {d.id: Attestation(Verdict.AGREED)}, {},
                                        accounts, [d.key], now=now)
         uow.commit()
