@@ -48,7 +48,11 @@ from deposits.errors import (
     SecondAdminRequired,
 )
 from deposits.model import DepositEvent, DepositState
-from deposits.repository import DepositRecord, FundingRecord, VoteRecord
+from deposits.repository import DepositRecord, VoteRecord
+
+# The records this module returns, re-exported for its callers (routes never import a
+# repository).
+from deposits.repository import FundingRecord as FundingRecord
 from ledger import chart
 from ledger import service as ledger
 from ledger.model import Account, Entry, Line

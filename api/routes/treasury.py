@@ -31,7 +31,6 @@ from config.chains import ChainsConfig
 from config.uow import run_in_transaction
 from deposits import own
 from deposits.errors import FundingInvalid
-from deposits.repository import FundingRecord
 from deposits.treasury import AssetHoldings, treasury_report
 
 #: Mounted under ``/v1/admin`` by ``api.routes.admin`` (its router includes this one).
@@ -46,7 +45,7 @@ class FundingRequestInvalid(RequestInvalid):
     code = "funding_invalid"
 
 
-def funding_view(chains: ChainsConfig, f: FundingRecord) -> Funding:
+def funding_view(chains: ChainsConfig, f: own.FundingRecord) -> Funding:
     """A funding's response body."""
     return Funding(id=f.id, chain=f.chain, asset=f.asset_code,
                    amount=amount(f.amount_minor, chains.assets[f.asset_code].scale),

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from chains.model import ObservedTransfer
 from chains.model import parse_finality_rule as rule_of
 from config.uow import UnitOfWork
+from deposits import repository as repo
 from deposits import service as deposits
 from deposits.attestors import Attestation, Verdict
 from deposits.scanner import Observation
@@ -57,7 +58,7 @@ def seed_final_own(api: Api | Engine, amount_minor: int = 4_000_000) -> str:
                                  now=now)
         uow.commit()
     with UnitOfWork(engine) as uow:
-        (d,) = deposits.repo.deposits_of_transaction(uow.conn, "devnet", tx_hash)
+        (d,) = repo.deposits_of_transaction(uow.conn, "devnet", tx_hash)
         assert (d.state, d.address_kind) == ("final", "hot")
         accounts = deposits.AccountCache()
         accounts.ensure(uow, chains, deposits.accounts_needed(chain, [d]))
@@ -92,13 +93,15 @@ class TestFundings:
         assert count(api, "treasury_fundings") == 1
 
     def test_bad_input_refused_nothing_written(self, api: Api) -> None:
-        for change, code in [({"chain": "nochain"}, "funding_invalid"),
+        changes: list[tuple[dict[str, object], str]] = [
+                             ({"chain": "nochain"}, "funding_invalid"),
                              ({"asset": "DOGE"}, "funding_invalid"),
                              ({"amount": "abc"}, "funding_invalid"),
                              ({"amount": "1e3"}, "funding_invalid"),
                              ({"amount": "0"}, "funding_invalid"),
                              ({"amount": 2.5}, "request_invalid"),
-                             ({"from_address": "0x12"}, "request_invalid")]:
+                             ({"from_address": "0x12"}, "request_invalid")]
+        for change, code in changes:
             r = api.call("POST", "/v1/admin/treasury/fundings", "carol",
                          idem=uuid.uuid4().hex, json={**FUNDING, **change})
             assert r.status_code == 422 and r.json()["code"] == code, (change, r.text)

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from config.chains import ChainsConfig, parse_chains_config
 from config.uow import UnitOfWork
 from deposits import own
+from deposits import repository as repo
 from deposits.errors import (
     CaseResolutionInvalid,
     FundingInvalid,
@@ -56,14 +57,14 @@ def count(rig: Rig, table: str) -> int:
         return int(uow.conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar_one())
 
 
-def cases(rig: Rig) -> list[own.repo.CaseRecord]:
+def cases(rig: Rig) -> list[repo.CaseRecord]:
     """Every deposit case."""
     with UnitOfWork(rig.engine) as uow:
-        return own.repo.get_cases(uow.conn)
+        return repo.get_cases(uow.conn)
 
 
 def declare(rig: OwnRig, *, amount: str = "2", key: str = "k1", asset: str = "ETH",
-            chain: str = "dev", sender: str = ALICE) -> tuple[own.FundingRecord, bool]:
+            chain: str = "dev", sender: str = ALICE) -> tuple[repo.FundingRecord, bool]:
     """Declare a funding through the service."""
     with UnitOfWork(rig.engine) as uow:
         found = own.declare_funding(
@@ -98,7 +99,7 @@ class TestUnattributed:
         (case,) = cases(orig)
         assert case.kind == "unattributed_own_address" and case.resolved_by is None
         with UnitOfWork(orig.engine) as uow:
-            (entry,) = own.repo.deposits_of_transaction(uow.conn, "dev", tx)
+            (entry,) = repo.deposits_of_transaction(uow.conn, "dev", tx)
         assert (entry.address_kind, entry.user_id, entry.booking) == ("hot", None, "own")
         assert verify(orig.engine).ok
 
@@ -183,7 +184,7 @@ class TestInternal:
         assert report.credited == report.suspense == 0
         assert orig.deposit_postings() == 0 and cases(orig) == []
         with UnitOfWork(orig.engine) as uow:
-            event = own.repo.events_of(uow.conn, own.repo.deposits_of_transaction(
+            event = repo.events_of(uow.conn, repo.deposits_of_transaction(
                 uow.conn, "dev", tx)[0].id)[-1]
         assert event.evidence["internal_transfer"]["reference"] == "cold_transfer:1"
 
