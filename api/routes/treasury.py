@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from api import idempotency, own_addresses
 from api.auth import AdminScope, StaffReader
 from api.idempotency import IdempotencyKey
-from api.problems import RequestInvalid
+from api.problems import ApiError, RequestInvalid
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
 from api.schemas import (
     CaseDecision,
@@ -27,6 +27,7 @@ from api.schemas import (
     TreasuryAsset,
     amount,
 )
+from chains.errors import ChainError
 from config.chains import ChainsConfig
 from config.uow import run_in_transaction
 from deposits import own
@@ -43,6 +44,14 @@ class FundingRequestInvalid(RequestInvalid):
     """A funding with an unknown chain or asset, a bad amount or address (422)."""
 
     code = "funding_invalid"
+
+
+class NodeUnavailable(ApiError):
+    """The chain's node did not answer the treasury report's reads (503, retry later)."""
+
+    code = "node_unavailable"
+    status = 503
+    retryable = True
 
 
 def funding_view(chains: ChainsConfig, f: own.FundingRecord) -> Funding:
@@ -134,11 +143,14 @@ def show_treasury(
     hot wallets' balance at the node's finalized block split into customer money (custody)
     and company money (treasury), and the holdings of all our addresses next to
     ``custody + treasury`` with the difference. Reads the node: no database transaction is
-    open meanwhile."""
+    open meanwhile. A node that does not answer: 503 ``node_unavailable``."""
     ctx = context(request)
     names = [ctx.chain(chain).name] if chain else None
-    return Treasury(items=[holdings_view(h) for h in treasury_report(ctx.engine, ctx.chains,
-                                                                        names)])
+    try:
+        rows = treasury_report(ctx.engine, ctx.chains, names)
+    except ChainError as exc:
+        raise NodeUnavailable(f"the node did not answer: {exc.message}") from None
+    return Treasury(items=[holdings_view(h) for h in rows])
 
 
 @router.post("/cases/{case_id}/proposals", status_code=201, response_model=CaseDecision,

@@ -71,6 +71,19 @@ def seed_final_own(api: Api | Engine, amount_minor: int = 4_000_000) -> str:
     return tx_hash
 
 
+def own_case(api: Api, *, proposed_by: str | None = None) -> int:
+    """A fresh unattributed own-address case (proposed as capital by ``proposed_by``)."""
+    tx = seed_final_own(api)
+    with UnitOfWork(api.engine) as uow:
+        (d,) = repo.deposits_of_transaction(uow.conn, "devnet", tx)
+        (case,) = repo.get_cases(uow.conn, deposit_id=d.id)
+    if proposed_by is not None:
+        r = api.call("POST", f"/v1/admin/cases/{case.id}/proposals", proposed_by,
+                     idem=uuid.uuid4().hex, json={"outcome": "capital", "reason": "top-up"})
+        assert r.status_code == 201, r.text
+    return case.id
+
+
 class TestFundings:
     def test_declared_replayed_and_listed(self, api: Api) -> None:
         first = api.call("POST", "/v1/admin/treasury/fundings", "carol", idem="f1",
