@@ -494,3 +494,95 @@ class Health(BaseModel):
     """Liveness and database reachability."""
 
     status: str
+
+
+# --- treasury: fundings, own-address cases, the report ---------------------------------------
+
+ADDRESS_PATTERN = r"^0x[0-9a-fA-F]{40}$"
+
+
+class FundingCreate(Body):
+    """Company capital expected on chain, declared before it is sent."""
+
+    chain: str = Field(pattern=CHAIN_PATTERN)
+    asset: str = Field(pattern=ASSET_PATTERN)
+    #: A decimal string in the asset's units (``"2.5"`` ETH), parsed exactly; never a number.
+    amount: str = Field(min_length=1, max_length=100, examples=["2.5"])
+    from_address: str = Field(pattern=ADDRESS_PATTERN)
+    reason: Text
+
+
+class Funding(BaseModel):
+    """A declared funding; ``state`` ``matched`` once the final transfer that brought it was
+    booked (``DR treasury`` / ``CR equity:owner``)."""
+
+    id: int
+    chain: str
+    asset: str
+    amount: Amount
+    from_address: str
+    reason: str
+    declared_by: str
+    declared_at: datetime
+    state: Literal["expected", "matched"]
+    deposit_id: int | None
+    ledger_transaction_id: int | None
+    matched_at: datetime | None
+
+
+class Fundings(BaseModel):
+    """Declared fundings, newest first."""
+
+    items: list[Funding]
+
+
+class CaseProposalCreate(Body):
+    """An admin's proposed resolution of an unattributed own-address case."""
+
+    outcome: Literal["capital", "return", "refund"]
+    reason: Text
+    #: For ``return``: the settled withdrawal the transfer returns.
+    withdrawal_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
+
+
+class CaseDecision(BaseModel):
+    """A case decision: ``proposed`` by one admin, ``resolved`` once another approved it."""
+
+    case_id: int
+    state: Literal["proposed", "resolved"]
+    outcome: str
+    proposed_by: str
+    reason: str
+    approved_by: str | None
+    withdrawal_id: int | None
+    ledger_transaction_id: int | None
+
+
+class TreasuryAsset(BaseModel):
+    """One chain and asset of the treasury report; amounts in the ledger asset's units."""
+
+    chain: str
+    asset: str
+    native: bool
+    #: The node's finalized block the on-chain figures were read at.
+    block_number: int
+    treasury: Amount
+    #: The gas float (the native asset's treasury balance); null for other assets.
+    gas_float: Amount | None
+    hot_onchain: Amount
+    hot_custody: Amount
+    hot_treasury: Amount
+    #: All our addresses (deposit, hot, cold) on chain at ``block_number``.
+    onchain: Amount
+    custody: Amount
+    custody_plus_treasury: Amount
+    #: ``onchain - custody_plus_treasury``.
+    difference: Amount
+    addresses: int
+    exact: bool
+
+
+class Treasury(BaseModel):
+    """The treasury report, per chain and asset."""
+
+    items: list[TreasuryAsset]

@@ -12,6 +12,12 @@ package: the finality rule is kept as its canonical text (``"confirmations:12"``
 
 Confirmations are counted the way ``chains.model.confirmations`` does: a transaction in block
 ``b`` has ``head - b + 1`` confirmations (its own block is the first), final at ``N`` or more.
+
+Our own addresses besides the users' deposit addresses: ``[chains.<name>]`` may list
+``hot_addresses`` (hot wallets the engine holds keys for) and ``cold_addresses`` (watch-only:
+no key in the engine). The payout hot wallet of ``[withdrawals.hot_wallets.<name>]`` in the
+same document, when present, is a hot address of that chain automatically, so a file written
+before these keys existed keeps working. An address may not be both hot and cold.
 """
 
 from __future__ import annotations
@@ -100,6 +106,24 @@ class ChainConfig:
     rpc_timeout_ms: int = 10_000
     rpc_retries_max: int = 3
     poll_interval_s: float = 2.0
+    #: Hot wallets of this chain (lower-case hex): the engine holds their keys.
+    hot_addresses: tuple[str, ...] = ()
+    #: Cold addresses of this chain (lower-case hex): watch-only, the engine has no key.
+    cold_addresses: tuple[str, ...] = ()
+
+    def address_kind(self, address: str) -> str | None:
+        """``"hot"`` or ``"cold"`` for one of our own addresses (any case), else None."""
+        wanted = address.lower()
+        if wanted in self.hot_addresses:
+            return "hot"
+        if wanted in self.cold_addresses:
+            return "cold"
+        return None
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        """Every hot and cold address of this chain (lower-case)."""
+        return frozenset(self.hot_addresses) | frozenset(self.cold_addresses)
 
     def token(self, contract: str) -> TokenConfig | None:
         """The listed token with this contract address (any case), or None."""
@@ -190,7 +214,29 @@ def _rpc_url(raw: Mapping[str, Any], where: str) -> str:
     return _text(raw, "rpc_url", where)
 
 
-def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig]) -> ChainConfig:
+def _addresses(raw: Mapping[str, Any], key: str, where: str,
+               extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(a, str) and _CONTRACT.match(a)
+                                              for a in value):
+        raise ConfigurationInvalid(f"{where}.{key} must be a list of 0x addresses (40 hex "
+                                   f"digits), got {value!r}")
+    return tuple(dict.fromkeys([*(a.lower() for a in value), *extra]))
+
+
+def _payout_wallet(data: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    """The ``address`` of ``[withdrawals.hot_wallets.<name>]``, if the document has one."""
+    withdrawals = data.get("withdrawals")
+    wallets = withdrawals.get("hot_wallets") if isinstance(withdrawals, Mapping) else None
+    wallet = wallets.get(name) if isinstance(wallets, Mapping) else None
+    address = wallet.get("address") if isinstance(wallet, Mapping) else None
+    if isinstance(address, str) and _CONTRACT.match(address):
+        return (address.lower(),)
+    return ()  # Absent or malformed: config.withdrawals reports a malformed one.
+
+
+def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig],
+                 payout: tuple[str, ...] = ()) -> ChainConfig:
     where = f"chains.{name}"
     if not _NAME.match(name) or not isinstance(raw, Mapping):
         raise ConfigurationInvalid(f"{where}: chain names are lower-case words; value a table")
@@ -209,6 +255,11 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig]) -> Chai
     if attestor not in ATTESTORS:
         raise ConfigurationInvalid(f"{where}.attestor must be one of {sorted(ATTESTORS)}")
     cursor_keep = _int(raw, "cursor_keep", where, default=256, low=2, high=100_000)
+    hot = _addresses(raw, "hot_addresses", where, payout)
+    cold = _addresses(raw, "cold_addresses", where)
+    if set(hot) & set(cold):
+        raise ConfigurationInvalid(f"{where}: {sorted(set(hot) & set(cold))[0]} is listed both "
+                                   "as a hot and a cold address")
     return ChainConfig(
         name=name,
         family=_text(raw, "family", where, pattern=_NAME, default="evm"),
@@ -229,6 +280,8 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig]) -> Chai
                             high=600_000),
         rpc_retries_max=_int(raw, "rpc_retries_max", where, default=3, high=20),
         poll_interval_s=float(raw.get("poll_interval_s", 2.0)),
+        hot_addresses=hot,
+        cold_addresses=cold,
     )
 
 
@@ -251,7 +304,12 @@ def _parse_address_source(family: str, raw: Any) -> AddressSourceConfig:
 
 
 def parse_chains_config(data: Mapping[str, Any]) -> ChainsConfig:
-    """Validate a parsed TOML document (or an equivalent dict) into a :class:`ChainsConfig`."""
+    """Validate a parsed TOML document (or an equivalent dict) into a :class:`ChainsConfig`.
+
+    Each chain's ``hot_addresses`` also get the ``address`` of the document's
+    ``[withdrawals.hot_wallets.<chain>]`` when there is one (the payout hot wallet is a hot
+    address without being listed twice).
+    """
     raw_assets = data.get("assets", {})
     if not isinstance(raw_assets, Mapping) or not raw_assets:
         raise ConfigurationInvalid("[assets] must declare at least one asset")
@@ -263,7 +321,8 @@ def parse_chains_config(data: Mapping[str, Any]) -> ChainsConfig:
     raw_chains = data.get("chains", {})
     if not isinstance(raw_chains, Mapping):
         raise ConfigurationInvalid("[chains] must be a table")
-    chains = {name: _parse_chain(name, raw, assets) for name, raw in raw_chains.items()}
+    chains = {name: _parse_chain(name, raw, assets, _payout_wallet(data, name))
+              for name, raw in raw_chains.items()}
     raw_sources = data.get("address_sources", {})
     if not isinstance(raw_sources, Mapping):
         raise ConfigurationInvalid("[address_sources] must be a table")

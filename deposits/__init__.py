@@ -24,5 +24,11 @@ Design in brief (DESIGN.md section 5):
   with an idempotency key derived from the deposit key, in the same transaction as the
   ``credited`` history row. A credited deposit whose block stops being canonical opens a
   durable case and raises an alert; nothing is reversed without an admin.
+- Our own hot and cold addresses (``[chains.<name>] hot_addresses`` / ``cold_addresses``, the
+  payout hot wallet included) are watched by the same watcher into the same history
+  (``address_kind`` hot or cold, booking ``own``, no user); once final, ``own.plan`` books
+  them as an internal movement (no posting), declared company capital (``DR treasury /
+  CR equity:owner``) or, unattributed, to suspense with a case that two admins resolve
+  (``deposits.own``). ``treasury`` reports the ledger next to the chain at the finalized block.
 - ``watcher.Watcher.step`` is one bounded step; ``jobs.run_watch`` loops over it.
 """

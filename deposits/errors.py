@@ -55,3 +55,22 @@ class CaseResolutionInvalid(DepositError):
     """The case cannot be resolved that way (already resolved, nothing to reverse)."""
 
     code = "case_resolution_invalid"
+
+
+class FundingInvalid(DepositError):
+    """A treasury funding declaration with a bad field (unknown chain or asset, an amount that
+    is not a positive decimal string in the asset's units, a malformed address, no reason)."""
+
+    code = "funding_invalid"
+
+
+class FundingKeyReused(DepositError):
+    """A funding idempotency key that was used for a funding with other fields."""
+
+    code = "funding_key_reused"
+
+
+class SecondAdminRequired(DepositError):
+    """A case resolution approved by the admin who proposed it: another admin must approve."""
+
+    code = "second_admin_required"

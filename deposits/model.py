@@ -15,6 +15,15 @@ Lifecycle (one table, ``MOVES``; ``transition`` is the only thing that changes a
     included|unconfirmed --provider_completed_early--> held_for_review
     credited|suspense --block_reorged_out--> disputed   effects: open a case, raise an alert
 
+Transfers to our own hot and cold addresses (booking ``own``) follow the same lifecycle up to
+``final``; then, instead of the user/suspense attestation events::
+
+    final --internal_matched--> internal    a movement we made (by key): nothing posted
+    final --funding_matched--> capital      effect: post DR treasury / CR equity:owner
+    final --own_unattributed--> suspense    effects: post DR custody / CR suspense, open a case
+    suspense --capital_decided--> capital   two admins decided it is company capital
+    internal|capital --block_reorged_out--> disputed   effects: open a case, raise an alert
+
 A reorg before crediting is never a failure: the deposit goes back to ``unconfirmed`` and its
 count starts again when the same transaction lands again (same key, maybe another block).
 """
@@ -43,6 +52,8 @@ class DepositState(StrEnum):
     FAILED = "failed"  # proven gone: the sender's nonce was consumed by another final tx
     IGNORED = "ignored"  # not creditable (unsupported or fake token, out-of-range amount)
     DISPUTED = "disputed"  # credited, then its block stopped being canonical: case open
+    INTERNAL = "internal"  # to our own address, made by us (internal_transfers): not posted
+    CAPITAL = "capital"  # company capital: posted DR treasury / CR equity:owner
 
 
 class DepositEvent(StrEnum):
@@ -60,6 +71,10 @@ class DepositEvent(StrEnum):
     CONVERSION_INEXACT = "conversion_inexact"
     PROVIDER_COMPLETED_EARLY = "provider_completed_early"
     NONCE_CONSUMED = "nonce_consumed"
+    INTERNAL_MATCHED = "internal_matched"
+    FUNDING_MATCHED = "funding_matched"
+    OWN_UNATTRIBUTED = "own_unattributed"
+    CAPITAL_DECIDED = "capital_decided"
 
 
 class Effect(StrEnum):
@@ -67,6 +82,7 @@ class Effect(StrEnum):
 
     POST_CREDIT = "post_credit"
     POST_SUSPENSE = "post_suspense"
+    POST_CAPITAL = "post_capital"
     OPEN_CASE = "open_case"
     RAISE_ALERT = "raise_alert"
 
@@ -91,6 +107,12 @@ MOVES: dict[tuple[DepositState | None, DepositEvent], tuple[DepositState, tuple[
     (S.UNCONFIRMED, E.PROVIDER_COMPLETED_EARLY): (S.HELD_FOR_REVIEW, ()),
     (S.CREDITED, E.BLOCK_REORGED_OUT): (S.DISPUTED, (X.OPEN_CASE, X.RAISE_ALERT)),
     (S.SUSPENSE, E.BLOCK_REORGED_OUT): (S.DISPUTED, (X.OPEN_CASE, X.RAISE_ALERT)),
+    (S.FINAL, E.INTERNAL_MATCHED): (S.INTERNAL, ()),
+    (S.FINAL, E.FUNDING_MATCHED): (S.CAPITAL, (X.POST_CAPITAL,)),
+    (S.FINAL, E.OWN_UNATTRIBUTED): (S.SUSPENSE, (X.POST_SUSPENSE, X.OPEN_CASE)),
+    (S.SUSPENSE, E.CAPITAL_DECIDED): (S.CAPITAL, (X.POST_CAPITAL,)),
+    (S.INTERNAL, E.BLOCK_REORGED_OUT): (S.DISPUTED, (X.OPEN_CASE, X.RAISE_ALERT)),
+    (S.CAPITAL, E.BLOCK_REORGED_OUT): (S.DISPUTED, (X.OPEN_CASE, X.RAISE_ALERT)),
 }
 
 #: States the watcher still works on.
@@ -98,7 +120,9 @@ OPEN_STATES = frozenset({S.INCLUDED, S.UNCONFIRMED, S.FINAL})
 #: States whose deposit counts as pending incoming (seen, not failed, not yet posted).
 PENDING_STATES = frozenset({S.INCLUDED, S.UNCONFIRMED, S.FINAL})
 #: States whose deposit has been posted to the ledger.
-POSTED_STATES = frozenset({S.CREDITED, S.SUSPENSE})
+POSTED_STATES = frozenset({S.CREDITED, S.SUSPENSE, S.CAPITAL})
+#: Settled states a reorg can still take a deposit out of (it then becomes disputed).
+SETTLED_STATES = frozenset({S.CREDITED, S.SUSPENSE, S.CAPITAL, S.INTERNAL})
 
 
 @dataclass(frozen=True)
@@ -146,6 +170,7 @@ class Booking(StrEnum):
     SUSPENSE = "suspense"
     REVIEW = "review"
     IGNORE = "ignore"
+    OWN = "own"  # to our own hot or cold address: classified once final (own_event)
 
 
 class Reason(StrEnum):
@@ -182,14 +207,16 @@ class Decision:
 
 
 def decide_booking(
-    value: int, listing: Listing, *, user_id: str | None, token_symbol: str | None
+    value: int, listing: Listing, *, user_id: str | None, token_symbol: str | None,
+    own: bool = False,
 ) -> Decision:
     """Decide, from plain facts, what happens to a transfer to one of our addresses.
 
     Order matters: an unlisted token is ignored whatever its amount; an amount at or above
-    2^127 never reaches the ledger; an inexact conversion is held (never rounded); an
-    unattributable or below-minimum deposit is booked to suspense so that custody still
-    matches the chain.
+    2^127 never reaches the ledger; an inexact conversion is held (never rounded); a transfer
+    to our own hot or cold address (``own``) is booked ``own`` whatever its amount (no
+    minimum: every wei there is accounted for); an unattributable or below-minimum deposit is
+    booked to suspense so that custody still matches the chain.
     """
     if listing.asset_code is None or listing.decimals is None or listing.scale is None:
         fake = token_symbol is not None and token_symbol.strip().upper() in listing.listed_symbols
@@ -204,6 +231,8 @@ def decide_booking(
         return Decision(Booking.REVIEW, Reason.INEXACT_CONVERSION, listing.asset_code, None)
     if amount >= AMOUNT_LIMIT:
         return Decision(Booking.IGNORE, Reason.OUT_OF_RANGE, listing.asset_code, None)
+    if own:
+        return Decision(Booking.OWN, None, listing.asset_code, amount)
     if user_id is None:
         return Decision(Booking.SUSPENSE, Reason.UNATTRIBUTED, listing.asset_code, amount)
     if amount < listing.minimum_minor:
@@ -218,6 +247,15 @@ def event_at_finality(booking: Booking, attested: bool) -> DepositEvent:
     if not attested:
         return E.CUSTODY_RECORD_DISAGREED
     return E.ATTESTED_FOR_USER if booking is Booking.USER else E.ATTESTED_FOR_SUSPENSE
+
+
+def own_event(*, internal: bool, funded: bool) -> DepositEvent:
+    """The event that settles a final, attested transfer to our own address: a movement we
+    made (``internal``) wins over a declared funding (``funded``); anything else is
+    unattributed (suspense and a case)."""
+    if internal:
+        return E.INTERNAL_MATCHED
+    return E.FUNDING_MATCHED if funded else E.OWN_UNATTRIBUTED
 
 
 def deposit_key(chain: str, tx_hash: str, position: str) -> str:

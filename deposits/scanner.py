@@ -1,7 +1,9 @@
 """Reading blocks for the watcher: headers and receipts in batches, transfers to our addresses.
 
 Everything here is node I/O and decoding; nothing touches the database except through the
-``lookup_users`` callable the caller passes (a short read). A scan returns only a consistent
+``lookup_users`` callable the caller passes (a short read). Our own hot and cold addresses
+(``own_addresses``, from the configuration) are ours too: transfers to them are observed like
+deposits, with no user. A scan returns only a consistent
 prefix of the range asked for: each header must build on the previous one (parent hash) and
 every receipt must belong to the header's block hash. A tip that is no longer canonical is
 reported as a reorg, never papered over.
@@ -58,8 +60,12 @@ def scan_blocks(
     *,
     lookup_users: LookupUsers,
     is_listed: Callable[[str], bool],
+    own_addresses: frozenset[str] = frozenset(),
 ) -> ScanResult:
-    """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan)."""
+    """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan).
+
+    Transfers to deposit addresses (``lookup_users``) and to ``own_addresses`` are returned.
+    """
     heights = list(range(start, end + 1))
     calls = [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]
     calls += [RpcCall("eth_getBlockReceipts", [to_quantity(h)]) for h in heights]
@@ -85,7 +91,7 @@ def scan_blocks(
             break
         accepted.append((header, receipts))
         previous = header.hash
-    return _decode(rpc, accepted, lookup_users, is_listed)
+    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses)
 
 
 def _decode(
@@ -93,6 +99,7 @@ def _decode(
     blocks: Sequence[tuple[BlockHeader, list[dict[str, Any]]]],
     lookup_users: LookupUsers,
     is_listed: Callable[[str], bool],
+    own_addresses: frozenset[str] = frozenset(),
 ) -> ScanResult:
     tokens: list[ObservedTransfer] = []
     native_receipts: list[dict[str, Any]] = []
@@ -102,9 +109,10 @@ def _decode(
             if receipt.get("to") and receipt_succeeded(receipt):
                 native_receipts.append(receipt)
     candidates = {t.to_address for t in tokens} | {str(r["to"]).lower() for r in native_receipts}
-    users = dict(lookup_users(candidates))
-    ours = [t for t in tokens if t.to_address in users]
-    native = [r for r in native_receipts if str(r["to"]).lower() in users]
+    users = dict(lookup_users(candidates - own_addresses))
+    mine = set(users) | (candidates & own_addresses)
+    ours = [t for t in tokens if t.to_address in mine]
+    native = [r for r in native_receipts if str(r["to"]).lower() in mine]
     hashes = sorted({t.tx_hash for t in ours} | {str(r["transactionHash"]).lower()
                                                    for r in native})
     headers = [h for h, _ in blocks]

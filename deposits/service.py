@@ -20,7 +20,7 @@ from chains.model import advance_cursor as chain_advance
 from config.chains import AddressSourceConfig, ChainConfig, ChainsConfig
 from config.money import AmountTextInvalid, parse_decimal_amount
 from config.uow import UnitOfWork
-from deposits import model
+from deposits import model, own
 from deposits import repository as repo
 from deposits.attestors import Attestation, Verdict
 from deposits.errors import (
@@ -280,8 +280,11 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
 def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: str | None,
              where: Mapping[str, Any]) -> dict[str, Any]:
     t = o.transfer
+    kind = chain.address_kind(t.to_address)
+    if kind is not None:
+        user_id = None
     decision = model.decide_booking(t.value, _listing(config, chain, t.token), user_id=user_id,
-                                    token_symbol=o.token_symbol)
+                                    token_symbol=o.token_symbol, own=kind is not None)
     ignored = decision.booking is Booking.IGNORE
     return {
         "chain": chain.name, "tx_hash": t.tx_hash, "position": t.position, "token": t.token,
@@ -292,7 +295,7 @@ def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: 
         "booking": decision.booking.value,
         "booking_reason": decision.reason.value if decision.reason else None,
         "state": (S.IGNORED if ignored else S.INCLUDED).value, "log_index": t.log_index,
-        **where,
+        "address_kind": kind or "deposit", **where,
     }
 
 
@@ -334,7 +337,7 @@ def record_rewind(uow: UnitOfWork, chain: ChainConfig, ancestor_block: int,
     """
     cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
     repo.save_cursor(uow.conn, chain.name, [(h, x) for h, x in cursor if h <= ancestor_block])
-    states = [S.INCLUDED, S.FINAL, S.CREDITED, S.SUSPENSE]
+    states = [S.INCLUDED, S.FINAL, *sorted(model.SETTLED_STATES)]
     batch, cases = _Batch(now), []
     for d in repo.deposits_above(uow.conn, chain.name, ancestor_block, states):
         moved = batch.add(d, DepositState(d.state), E.BLOCK_REORGED_OUT,
@@ -398,6 +401,10 @@ class AccountCache:
         """A cached account (``ensure`` it first)."""
         return self._accounts[(code, asset_code)]
 
+    def get_spec(self, spec: chart.AccountSpec, asset_code: str) -> Account:
+        """A cached account by its spec (``ensure`` it first)."""
+        return self._accounts[(spec.code, asset_code)]
+
     def ensure(self, uow: UnitOfWork, config: ChainsConfig,
                specs: Sequence[tuple[chart.AccountSpec, str]]) -> bool:
         """Open the missing accounts of (spec, asset code) pairs; True if any was missing."""
@@ -436,6 +443,12 @@ def accounts_needed(chain: ChainConfig,
     """The accounts crediting ``deposits`` will post to."""
     needed: list[tuple[chart.AccountSpec, str]] = []
     for d in deposits:
+        if d.booking == Booking.OWN and d.asset_code is not None:
+            # Classified at settlement: suspense (custody), or capital (treasury / equity).
+            needed += [(spec, d.asset_code) for spec in (
+                chart.custody(chain.name), chart.suspense_unattributed(),
+                chart.treasury(chain.name), chart.equity_owner())]
+            continue
         if d.booking not in (Booking.USER, Booking.SUSPENSE) or d.asset_code is None:
             continue
         needed.append((chart.custody(chain.name), d.asset_code))
@@ -474,9 +487,13 @@ def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int,
     The ledger transactions (one per deposit, idempotency key from the deposit key, through
     ``ledger.service.post_batch``) and the history rows are written in this one transaction.
     Deposits that are no longer final (re-read under lock) or whose record is pending wait.
+    A transfer to our own hot or cold address is classified by ``deposits.own.plan``
+    (internal, capital, or suspense with a case), in this same transaction.
     """
     batch, entries, posted_deposits = _Batch(now), [], []
-    counts = {"credited": 0, "suspense": 0, "held": 0}
+    counts = {"credited": 0, "suspense": 0, "held": 0, "internal": 0, "capital": 0}
+    taken: set[int] = set()
+    plans: dict[int, own.OwnPlan] = {}
     for d in repo.lock_deposits(uow.conn, keys).values():
         verdict = attestations.get(d.id)
         if d.state != S.FINAL or verdict is None or (
@@ -486,7 +503,16 @@ def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int,
         final = dict(finality.get(d.id, {}))
         rule = str(final.pop("rule", ""))
         evidence = {**final, "attestation": verdict.evidence}
-        if event in (E.ATTESTED_FOR_USER, E.ATTESTED_FOR_SUSPENSE):
+        if d.booking == Booking.OWN and event is E.ATTESTED_FOR_SUSPENSE:
+            p = own.plan(uow, chain, d, accounts.get_spec, rule, evidence, now, taken)
+            if p.entry is None:
+                batch.add(d, S.FINAL, p.event, rule=rule, evidence=p.evidence)
+                counts["internal"] += 1
+                continue
+            plans[d.id] = p
+            entries.append(p.entry)
+            posted_deposits.append((d, p.event, rule, p.evidence))
+        elif event in (E.ATTESTED_FOR_USER, E.ATTESTED_FOR_SUSPENSE):
             entries.append(_entry(chain, d, accounts, rule, evidence, now))
             posted_deposits.append((d, event, rule, evidence))
         else:
@@ -499,9 +525,24 @@ def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int,
             raise outcome.error  # A refused deposit posting is a bug: stop loudly.
         batch.add(d, S.FINAL, event, rule=rule, evidence=evidence,
                   ledger_transaction_id=outcome.transaction_id, reason=d.booking_reason)
-        counts["credited" if event is E.ATTESTED_FOR_USER else "suspense"] += 1
+        if d.id in plans:
+            assert outcome.transaction_id is not None
+            own.after_post(uow, d, plans[d.id], outcome.transaction_id)
+        counts[_COUNTED.get(event, "suspense")] += 1
     batch.write(uow)
     return counts
+
+
+_COUNTED = {E.ATTESTED_FOR_USER: "credited", E.FUNDING_MATCHED: "capital"}
+
+
+def append_event(uow: UnitOfWork, d: DepositRecord, event: DepositEvent, *, now: datetime,
+                 **fields: Any) -> model.Transition:
+    """Append one event to a (locked) deposit's history and move its state with it."""
+    batch = _Batch(now)
+    moved = batch.add(d, DepositState(d.state), event, **fields)
+    batch.write(uow)
+    return moved
 
 
 # --------------------------------------------------------------------------- provider inbox

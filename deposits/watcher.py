@@ -253,6 +253,7 @@ class Watcher:
 
         return _Fetched(heads, scan_blocks(rpc, tip, start, max(end, start - 1),
                                            lookup_users=lookup,
+                                           own_addresses=self.chain.own_addresses,
                                            is_listed=lambda c: self.chain.token(c) is not None))
 
     def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:

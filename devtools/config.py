@@ -44,19 +44,24 @@ def dev_config(*, rpc_url: str = NO_NODE_URL, token: str = DEV_TOKEN, chain: str
                finality: str = "confirmations:3", token_minimum: str = "1.00",
                hot_wallet: str | None = DEV_HOT_WALLET, hot_key_env: str = DEV_HOT_KEY_ENV,
                usdc_daily_limit: str = "20000", xpub: bool = False,
+               cold_addresses: tuple[str, ...] = (),
                chain_options: Mapping[str, Any] | None = None,
                withdrawal_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The development configuration document.
 
     ``hot_wallet`` None leaves the withdrawals out (a deposits-only configuration). ``xpub``
-    adds the xpub address source of family ``evm`` (``dev_xpub``). ``chain_options`` and
+    adds the xpub address source of family ``evm`` (``dev_xpub``). The hot wallet is a hot
+    address of the chain (the loader adds it); ``cold_addresses`` become the chain's
+    watch-only ``cold_addresses``. ``chain_options`` and
     ``withdrawal_options`` are further keys of the chain's table and of ``[withdrawals]``.
     """
     doc: dict[str, Any] = {
         "assets": {"ETH": {"scale": 18}, "USDC": {"scale": 6}},
         "chains": {chain: {
             "family": "evm", "chain_id": DEV_CHAIN_ID, "rpc_url": rpc_url, "finality": finality,
-            "native_asset": "ETH", "native_decimals": 18, **(chain_options or {}),
+            "native_asset": "ETH", "native_decimals": 18,
+            **({"cold_addresses": list(cold_addresses)} if cold_addresses else {}),
+            **(chain_options or {}),
             "tokens": [{"contract": token, "symbol": "USDC", "asset": "USDC", "decimals": 6,
                         "minimum": token_minimum}],
         }},

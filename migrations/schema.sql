@@ -86,6 +86,41 @@ $$;
 ALTER FUNCTION public.api_idempotency_guard() OWNER TO CURRENT_USER;
 
 --
+-- Name: deposit_case_votes_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.deposit_case_votes_check() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  proposal deposit_case_votes%ROWTYPE;
+BEGIN
+  IF NEW.role <> 'approval' THEN
+    RETURN NEW;
+  END IF;
+  SELECT * INTO proposal FROM deposit_case_votes
+   WHERE case_id = NEW.case_id AND role = 'proposal';
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'case %: an approval needs a proposal', NEW.case_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF proposal.voted_by = NEW.voted_by THEN
+    RAISE EXCEPTION 'case %: the proposer cannot approve it', NEW.case_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF (proposal.outcome, proposal.withdrawal_id) IS DISTINCT FROM
+     (NEW.outcome, NEW.withdrawal_id) THEN
+    RAISE EXCEPTION 'case %: the approval is not of the proposed outcome', NEW.case_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.deposit_case_votes_check() OWNER TO CURRENT_USER;
+
+--
 -- Name: deposits_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -95,11 +130,11 @@ CREATE FUNCTION public.deposits_guard() RETURNS trigger
 BEGIN
   IF (NEW.id, NEW.chain, NEW.tx_hash, NEW.position, NEW.token, NEW.from_address, NEW.to_address,
       NEW.value, NEW.tx_from, NEW.tx_nonce, NEW.user_id, NEW.asset_code, NEW.amount_minor,
-      NEW.booking, NEW.booking_reason, NEW.first_seen_at)
+      NEW.booking, NEW.booking_reason, NEW.address_kind, NEW.first_seen_at)
      IS DISTINCT FROM
      (OLD.id, OLD.chain, OLD.tx_hash, OLD.position, OLD.token, OLD.from_address, OLD.to_address,
       OLD.value, OLD.tx_from, OLD.tx_nonce, OLD.user_id, OLD.asset_code, OLD.amount_minor,
-      OLD.booking, OLD.booking_reason, OLD.first_seen_at) THEN
+      OLD.booking, OLD.booking_reason, OLD.address_kind, OLD.first_seen_at) THEN
     RAISE EXCEPTION 'deposit % : only its current state may change', OLD.id
       USING ERRCODE = 'raise_exception';
   END IF;
@@ -2095,12 +2130,76 @@ CREATE TABLE public.deposit_case_resolutions (
     resolved_by text NOT NULL,
     reason text NOT NULL,
     resolved_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    outcome text,
+    approved_by text,
+    ledger_transaction_id bigint,
+    withdrawal_id bigint,
+    CONSTRAINT deposit_case_resolutions_approved_by_check CHECK (((length(approved_by) >= 1) AND (length(approved_by) <= 200))),
+    CONSTRAINT deposit_case_resolutions_outcome_check CHECK ((outcome = ANY (ARRAY['capital'::text, 'return'::text]))),
     CONSTRAINT deposit_case_resolutions_reason_check CHECK ((length(reason) >= 1)),
     CONSTRAINT deposit_case_resolutions_resolved_by_check CHECK (((length(resolved_by) >= 1) AND (length(resolved_by) <= 200)))
 );
 
 
 ALTER TABLE public.deposit_case_resolutions OWNER TO CURRENT_USER;
+
+--
+-- Name: COLUMN deposit_case_resolutions.outcome; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposit_case_resolutions.outcome IS 'For an unattributed own-address transfer: capital (ledger_transaction_id moved it from suspense to the treasury) or return (linked to withdrawal_id). NULL for older kinds.';
+
+
+--
+-- Name: deposit_case_votes; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposit_case_votes (
+    id bigint NOT NULL,
+    case_id bigint NOT NULL,
+    role text NOT NULL,
+    outcome text NOT NULL,
+    withdrawal_id bigint,
+    reason text NOT NULL,
+    voted_by text NOT NULL,
+    voted_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT deposit_case_votes_check CHECK (((outcome = 'return'::text) = (withdrawal_id IS NOT NULL))),
+    CONSTRAINT deposit_case_votes_outcome_check CHECK ((outcome = ANY (ARRAY['capital'::text, 'return'::text]))),
+    CONSTRAINT deposit_case_votes_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 1000))),
+    CONSTRAINT deposit_case_votes_role_check CHECK ((role = ANY (ARRAY['proposal'::text, 'approval'::text]))),
+    CONSTRAINT deposit_case_votes_voted_by_check CHECK (((length(voted_by) >= 1) AND (length(voted_by) <= 200)))
+);
+
+
+ALTER TABLE public.deposit_case_votes OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE deposit_case_votes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.deposit_case_votes IS 'Two-admin resolution of a case: one proposal (an outcome and a reason) and one approval of the same outcome by another admin (a trigger refuses the proposer).';
+
+
+--
+-- Name: deposit_case_votes_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.deposit_case_votes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.deposit_case_votes_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: deposit_case_votes_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.deposit_case_votes_id_seq OWNED BY public.deposit_case_votes.id;
+
 
 --
 -- Name: deposit_cases; Type: TABLE; Schema: public; Owner: CURRENT_USER
@@ -2114,7 +2213,7 @@ CREATE TABLE public.deposit_cases (
     expected jsonb NOT NULL,
     observed jsonb NOT NULL,
     opened_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT deposit_cases_kind_check CHECK ((kind = 'deep_reorg'::text))
+    CONSTRAINT deposit_cases_kind_check CHECK ((kind = ANY (ARRAY['deep_reorg'::text, 'unattributed_own_address'::text])))
 );
 
 
@@ -2170,8 +2269,8 @@ CREATE TABLE public.deposit_events (
     inbox_event_id text,
     observed_at timestamp with time zone NOT NULL,
     recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT deposit_events_event_check CHECK ((event = ANY (ARRAY['transfer_ignored'::text, 'transfer_included'::text, 'confirmations_observed'::text, 'block_reorged_out'::text, 'transfer_reincluded'::text, 'finality_reached'::text, 'attested_for_user'::text, 'attested_for_suspense'::text, 'custody_record_disagreed'::text, 'conversion_inexact'::text, 'provider_completed_early'::text, 'nonce_consumed'::text]))),
-    CONSTRAINT deposit_events_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text])))
+    CONSTRAINT deposit_events_event_check CHECK ((event = ANY (ARRAY['transfer_ignored'::text, 'transfer_included'::text, 'confirmations_observed'::text, 'block_reorged_out'::text, 'transfer_reincluded'::text, 'finality_reached'::text, 'attested_for_user'::text, 'attested_for_suspense'::text, 'custody_record_disagreed'::text, 'conversion_inexact'::text, 'provider_completed_early'::text, 'nonce_consumed'::text, 'internal_matched'::text, 'funding_matched'::text, 'own_unattributed'::text, 'capital_decided'::text]))),
+    CONSTRAINT deposit_events_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'internal'::text, 'capital'::text])))
 );
 
 
@@ -2233,10 +2332,12 @@ CREATE TABLE public.deposits (
     ledger_transaction_id bigint,
     first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    address_kind text DEFAULT 'deposit'::text NOT NULL,
+    CONSTRAINT deposits_address_kind_check CHECK ((address_kind = ANY (ARRAY['deposit'::text, 'hot'::text, 'cold'::text]))),
     CONSTRAINT deposits_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
-    CONSTRAINT deposits_booking_check CHECK ((booking = ANY (ARRAY['user'::text, 'suspense'::text, 'review'::text, 'ignore'::text]))),
+    CONSTRAINT deposits_booking_check CHECK ((booking = ANY (ARRAY['user'::text, 'suspense'::text, 'review'::text, 'ignore'::text, 'own'::text]))),
     CONSTRAINT deposits_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
-    CONSTRAINT deposits_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text]))),
+    CONSTRAINT deposits_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'internal'::text, 'capital'::text]))),
     CONSTRAINT deposits_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT deposits_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text)),
     CONSTRAINT deposits_value_check CHECK ((value >= (0)::numeric))
@@ -2281,6 +2382,13 @@ COMMENT ON COLUMN public.deposits.booking IS 'Decided once at ingestion: credit 
 
 
 --
+-- Name: COLUMN deposits.address_kind; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposits.address_kind IS 'The kind of our address the transfer arrived at: a user''s deposit address, a hot wallet, or a cold (watch-only) address; user_id is NULL for hot and cold.';
+
+
+--
 -- Name: deposits_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2322,6 +2430,40 @@ ALTER TABLE public.hot_wallet_nonces OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.hot_wallet_nonces IS 'Next nonce of each hot wallet; allocated under a row lock, never handed out twice.';
+
+
+--
+-- Name: internal_transfers; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.internal_transfers (
+    chain text NOT NULL,
+    tx_hash text NOT NULL,
+    "position" text NOT NULL,
+    kind text NOT NULL,
+    reference text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT internal_transfers_kind_check CHECK ((kind = ANY (ARRAY['sweep'::text, 'gas_top_up'::text, 'cold_transfer'::text, 'hot_transfer'::text]))),
+    CONSTRAINT internal_transfers_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
+    CONSTRAINT internal_transfers_reference_check CHECK (((length(reference) >= 1) AND (length(reference) <= 200))),
+    CONSTRAINT internal_transfers_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.internal_transfers OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE internal_transfers; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.internal_transfers IS 'Outgoing movements we made between our own addresses, by the deposit key of the transfer they produce: written by the outgoing-transaction mechanism before it sends (sweeps, gas top-ups, hot/cold transfers), read when that transfer is final (custody-neutral).';
+
+
+--
+-- Name: COLUMN internal_transfers.reference; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.internal_transfers.reference IS 'The movement that made it, e.g. sweep:<id>.';
 
 
 --
@@ -2720,6 +2862,95 @@ ALTER TABLE public.schema_definitions OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.schema_definitions IS 'The definition files (sql/functions, sql/triggers, sql/views) as last applied: a file whose hash differs from its row is applied again by the next upgrade.';
+
+
+--
+-- Name: treasury_funding_matches; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.treasury_funding_matches (
+    funding_id bigint NOT NULL,
+    deposit_id bigint NOT NULL,
+    ledger_transaction_id bigint NOT NULL,
+    matched_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+
+ALTER TABLE public.treasury_funding_matches OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE treasury_funding_matches; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.treasury_funding_matches IS 'The final transfer that brought a declared funding, and its ledger transaction (DR treasury / CR equity:owner): at most one per funding and one per deposit.';
+
+
+--
+-- Name: treasury_fundings; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.treasury_fundings (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    asset_code text NOT NULL,
+    amount_minor public.money128 NOT NULL,
+    from_address text NOT NULL,
+    reason text NOT NULL,
+    declared_by text NOT NULL,
+    idempotency_key text NOT NULL,
+    fingerprint text NOT NULL,
+    declared_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT treasury_fundings_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT treasury_fundings_declared_by_check CHECK (((length(declared_by) >= 1) AND (length(declared_by) <= 200))),
+    CONSTRAINT treasury_fundings_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT treasury_fundings_from_address_check CHECK ((from_address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT treasury_fundings_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 300))),
+    CONSTRAINT treasury_fundings_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 1000)))
+);
+
+
+ALTER TABLE public.treasury_fundings OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE treasury_fundings; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.treasury_fundings IS 'Company capital an operator expects on chain: matched once, at finality, to a transfer to a hot or cold address by (chain, asset, from address, exact amount), oldest first.';
+
+
+--
+-- Name: COLUMN treasury_fundings.amount_minor; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.treasury_fundings.amount_minor IS 'In the ledger asset''s minor units.';
+
+
+--
+-- Name: COLUMN treasury_fundings.fingerprint; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.treasury_fundings.fingerprint IS 'SHA-256 of the declared fields: the same idempotency key with other fields is refused.';
+
+
+--
+-- Name: treasury_fundings_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.treasury_fundings_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.treasury_fundings_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: treasury_fundings_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.treasury_fundings_id_seq OWNED BY public.treasury_fundings.id;
 
 
 --
@@ -3247,6 +3478,13 @@ ALTER TABLE ONLY public.balance_checkpoints ALTER COLUMN id SET DEFAULT nextval(
 
 
 --
+-- Name: deposit_case_votes id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_votes ALTER COLUMN id SET DEFAULT nextval('public.deposit_case_votes_id_seq'::regclass);
+
+
+--
 -- Name: deposit_cases id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3307,6 +3545,13 @@ ALTER TABLE ONLY public.ledger_transactions ALTER COLUMN id SET DEFAULT nextval(
 --
 
 ALTER TABLE ONLY public.outbox_events ALTER COLUMN id SET DEFAULT nextval('public.outbox_events_id_seq'::regclass);
+
+
+--
+-- Name: treasury_fundings id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_fundings ALTER COLUMN id SET DEFAULT nextval('public.treasury_fundings_id_seq'::regclass);
 
 
 --
@@ -3549,6 +3794,22 @@ ALTER TABLE ONLY public.deposit_case_resolutions
 
 
 --
+-- Name: deposit_case_votes deposit_case_votes_case_id_role_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_votes
+    ADD CONSTRAINT deposit_case_votes_case_id_role_key UNIQUE (case_id, role);
+
+
+--
+-- Name: deposit_case_votes deposit_case_votes_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_votes
+    ADD CONSTRAINT deposit_case_votes_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: deposit_cases deposit_cases_kind_deposit_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3594,6 +3855,14 @@ ALTER TABLE ONLY public.deposits
 
 ALTER TABLE ONLY public.hot_wallet_nonces
     ADD CONSTRAINT hot_wallet_nonces_pkey PRIMARY KEY (chain, address);
+
+
+--
+-- Name: internal_transfers internal_transfers_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.internal_transfers
+    ADD CONSTRAINT internal_transfers_pkey PRIMARY KEY (chain, tx_hash, "position");
 
 
 --
@@ -3706,6 +3975,38 @@ ALTER TABLE ONLY public.provider_inbox
 
 ALTER TABLE ONLY public.schema_definitions
     ADD CONSTRAINT schema_definitions_pkey PRIMARY KEY (path);
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_deposit_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_funding_matches
+    ADD CONSTRAINT treasury_funding_matches_deposit_id_key UNIQUE (deposit_id);
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_funding_matches
+    ADD CONSTRAINT treasury_funding_matches_pkey PRIMARY KEY (funding_id);
+
+
+--
+-- Name: treasury_fundings treasury_fundings_idempotency_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_fundings
+    ADD CONSTRAINT treasury_fundings_idempotency_key_key UNIQUE (idempotency_key);
+
+
+--
+-- Name: treasury_fundings treasury_fundings_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_fundings
+    ADD CONSTRAINT treasury_fundings_pkey PRIMARY KEY (id);
 
 
 --
@@ -3966,6 +4267,13 @@ CREATE INDEX provider_inbox_key_idx ON public.provider_inbox USING btree (chain,
 
 
 --
+-- Name: treasury_fundings_match_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX treasury_fundings_match_idx ON public.treasury_fundings USING btree (chain, asset_code, from_address, amount_minor, id);
+
+
+--
 -- Name: webhook_attempts_delivery_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4120,6 +4428,27 @@ CREATE TRIGGER deposit_case_resolutions_append_only BEFORE DELETE OR UPDATE ON p
 
 
 --
+-- Name: deposit_case_votes deposit_case_votes_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_votes_append_only BEFORE DELETE OR UPDATE ON public.deposit_case_votes FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_case_votes deposit_case_votes_check; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_votes_check BEFORE INSERT ON public.deposit_case_votes FOR EACH ROW EXECUTE FUNCTION public.deposit_case_votes_check();
+
+
+--
+-- Name: deposit_case_votes deposit_case_votes_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_votes_no_truncate BEFORE TRUNCATE ON public.deposit_case_votes FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: deposit_cases deposit_cases_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4173,6 +4502,20 @@ CREATE TRIGGER deposits_no_delete BEFORE DELETE ON public.deposits FOR EACH ROW 
 --
 
 CREATE TRIGGER deposits_no_truncate BEFORE TRUNCATE ON public.deposits FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: internal_transfers internal_transfers_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER internal_transfers_append_only BEFORE DELETE OR UPDATE ON public.internal_transfers FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: internal_transfers internal_transfers_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER internal_transfers_no_truncate BEFORE TRUNCATE ON public.internal_transfers FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -4327,6 +4670,34 @@ CREATE TRIGGER outbox_events_no_truncate BEFORE TRUNCATE ON public.outbox_events
 --
 
 CREATE TRIGGER provider_inbox_append_only BEFORE DELETE OR UPDATE ON public.provider_inbox FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER treasury_funding_matches_append_only BEFORE DELETE OR UPDATE ON public.treasury_funding_matches FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER treasury_funding_matches_no_truncate BEFORE TRUNCATE ON public.treasury_funding_matches FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: treasury_fundings treasury_fundings_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER treasury_fundings_append_only BEFORE DELETE OR UPDATE ON public.treasury_fundings FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: treasury_fundings treasury_fundings_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER treasury_fundings_no_truncate BEFORE TRUNCATE ON public.treasury_fundings FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -4550,11 +4921,27 @@ ALTER TABLE ONLY public.deposit_case_resolutions
 
 
 --
+-- Name: deposit_case_resolutions deposit_case_resolutions_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_resolutions
+    ADD CONSTRAINT deposit_case_resolutions_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
 -- Name: deposit_case_resolutions deposit_case_resolutions_reversal_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
 ALTER TABLE ONLY public.deposit_case_resolutions
     ADD CONSTRAINT deposit_case_resolutions_reversal_transaction_id_fkey FOREIGN KEY (reversal_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: deposit_case_votes deposit_case_votes_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_votes
+    ADD CONSTRAINT deposit_case_votes_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.deposit_cases(id);
 
 
 --
@@ -4627,6 +5014,30 @@ ALTER TABLE ONLY public.ledger_transactions
 
 ALTER TABLE ONLY public.outbox_events
     ADD CONSTRAINT outbox_events_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_deposit_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_funding_matches
+    ADD CONSTRAINT treasury_funding_matches_deposit_id_fkey FOREIGN KEY (deposit_id) REFERENCES public.deposits(id);
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_funding_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_funding_matches
+    ADD CONSTRAINT treasury_funding_matches_funding_id_fkey FOREIGN KEY (funding_id) REFERENCES public.treasury_fundings(id);
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.treasury_funding_matches
+    ADD CONSTRAINT treasury_funding_matches_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
 
 
 --
@@ -4912,6 +5323,20 @@ GRANT SELECT,INSERT ON TABLE public.deposit_case_resolutions TO custody_app;
 
 
 --
+-- Name: TABLE deposit_case_votes; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.deposit_case_votes TO custody_app;
+
+
+--
+-- Name: SEQUENCE deposit_case_votes_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.deposit_case_votes_id_seq TO custody_app;
+
+
+--
 -- Name: TABLE deposit_cases; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4958,6 +5383,13 @@ GRANT SELECT,USAGE ON SEQUENCE public.deposits_id_seq TO custody_app;
 --
 
 GRANT SELECT,INSERT,UPDATE ON TABLE public.hot_wallet_nonces TO custody_app;
+
+
+--
+-- Name: TABLE internal_transfers; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.internal_transfers TO custody_app;
 
 
 --
@@ -5065,6 +5497,34 @@ GRANT USAGE ON SEQUENCE public.outbox_events_id_seq TO custody_withdrawal_writer
 --
 
 GRANT SELECT,INSERT ON TABLE public.provider_inbox TO custody_app;
+
+
+--
+-- Name: TABLE treasury_funding_matches; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.treasury_funding_matches TO custody_app;
+
+
+--
+-- Name: TABLE treasury_fundings; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.treasury_fundings TO custody_app;
+
+
+--
+-- Name: COLUMN treasury_fundings.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.treasury_fundings TO custody_app;
+
+
+--
+-- Name: SEQUENCE treasury_fundings_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.treasury_fundings_id_seq TO custody_app;
 
 
 --

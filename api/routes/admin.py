@@ -1,4 +1,6 @@
-"""Admin actions: reversals, period close, write-off votes, returned payouts, open cases.
+"""Admin actions: reversals, period close, write-off votes, returned payouts, open cases;
+the treasury routes (``api.routes.treasury``: fundings, own-address case votes, the treasury
+report) are mounted under the same prefix.
 
 Every action is audited (``api_audit``) and money-moving ones take an ``Idempotency-Key``.
 Support may read (ledger transactions, open cases); only admin changes anything.
@@ -11,9 +13,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 
-from api import idempotency
+from api import idempotency, own_addresses
 from api.auth import AdminScope, Principal, StaffReader, require
 from api.idempotency import IdempotencyKey
+from api.routes import treasury
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
 from api.routes.views import case_view, withdrawal_view
 from api.schemas import (
@@ -163,13 +166,15 @@ def link_return(
     principal: AdminScope,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    """The incoming transfer (a final deposit) is credited to the user with what came back."""
+    """The incoming transfer (a final deposit) is credited to the user with what came back;
+    a transfer to a hot or cold address that opened an ``unattributed_own_address`` case
+    resolves that case as a return."""
     ctx = context(request)
     amount_minor = parse_minor(body.amount)
 
     def work(key: str) -> tuple[int, Withdrawal]:
-        w = withdrawals.link_return(
-            ctx.engine, ctx, withdrawal_id, chain=body.chain, tx_hash=body.tx_hash.lower(),
+        w = own_addresses.link_return(
+            ctx.engine, withdrawal_id, chain=body.chain, tx_hash=body.tx_hash.lower(),
             position=body.position, amount_minor=amount_minor, actor=principal.actor,
             reason=body.reason, now=ctx.clock())
         return 201, withdrawal_view(ctx.chains, w)
@@ -186,3 +191,7 @@ def open_cases(
 ) -> Cases:
     """Cases without a resolution, oldest first."""
     return Cases(items=[case_view(c) for c in deposits.open_cases(uow)])
+
+
+# The treasury routes share this router's prefix, tags and app registration.
+router.include_router(treasury.router)

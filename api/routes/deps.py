@@ -3,7 +3,7 @@
 The context is built once by ``api.app.create_app`` and stored on ``app.state.ctx`` (not in the
 lifespan), so an app driven without lifespan events (``httpx.ASGITransport``) works the same.
 It also wires the two lookups the withdrawal service asks the API layer for: our own
-addresses (deposit addresses and hot wallets) and incoming transfers by deposit key.
+addresses (deposit addresses, hot and cold addresses) and incoming transfers by deposit key.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 
+from api.own_addresses import DepositTransfers
 from api.problems import ChainUnknown, WithdrawalsNotConfigured
 from api.ratelimit import RateLimits
 from config.chains import ChainConfig, ChainsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
 from deposits import service as deposits
-from deposits.errors import DepositNotFound
 from withdrawals.service import IncomingTransfer
 
 if TYPE_CHECKING:
@@ -111,35 +111,20 @@ class ApiContext:
     # --- the lookups the withdrawal service asks for (OwnAddresses, IncomingTransfers) ---
 
     def is_own(self, chain: str, address: str) -> bool:
-        """Whether ``address`` is one of our deposit addresses on ``chain``."""
+        """Whether ``address`` is one of our addresses on ``chain``: a hot or cold address,
+        or a deposit address."""
         found = self.chains.chains.get(chain)
         if found is None:
             return False
+        if found.address_kind(address) is not None:
+            return True
         with UnitOfWork(self.engine) as uow:
             return deposits.is_deposit_address(uow, found.family, address)
 
     def find(self, chain: str, tx_hash: str, position: str) -> IncomingTransfer | None:
-        """The incoming transfer with this deposit key, as the deposit histories know it."""
-        with UnitOfWork(self.engine) as uow:
-            try:
-                entries = deposits.timeline(uow, chain, tx_hash)
-            except DepositNotFound:
-                return None
-        entry = next((e for e in entries if e.deposit.position == position), None)
-        if entry is None:
-            return None
-        d = entry.deposit
-        if d.amount_minor is None or d.asset_code is None:
-            return None
-        credit = next((t for t in entry.ledger_transactions if t.id == d.ledger_transaction_id),
-                      None)
-        return IncomingTransfer(
-            chain=d.chain, tx_hash=d.tx_hash, position=d.position, asset=d.asset_code,
-            amount_minor=d.amount_minor, from_address=d.from_address,
-            arrived_at=credit.effective_at if credit else d.updated_at,
-            booked_to="user" if d.state == "credited" else "suspense",
-            final=d.state in ("credited", "suspense"),
-        )
+        """The incoming transfer with this deposit key, as the deposit histories know it
+        (transfers to hot and cold addresses included: ``api.own_addresses``)."""
+        return DepositTransfers(self.engine).find(chain, tx_hash, position)
 
 
 def context(request: Request) -> ApiContext:

@@ -9,6 +9,8 @@ commit.
 - ``cursors``: the watcher's per-chain lock and its cursor of recent blocks.
 - ``cases``: durable cases and their resolutions.
 - ``inbox``: the custody provider's stored notifications.
+- ``own``: our own addresses' side tables: internal transfers, treasury fundings and their
+  matches, the votes of two-admin case resolutions.
 - ``common``: the deposit ``Key`` and the JSON and integer conversions the modules share.
 
 Bulk writes go through ``jsonb_to_recordset`` so that a watcher step writes hundreds of
@@ -38,6 +40,7 @@ from deposits.repository.deposits import (
     DepositRecord,
     EventRecord,
     append_events,
+    deposit_by_id,
     deposits_above,
     deposits_in_states,
     deposits_of_transaction,
@@ -49,35 +52,66 @@ from deposits.repository.deposits import (
     pending_incoming,
 )
 from deposits.repository.inbox import InboxRecord, get_inbox, inbox_for, insert_inbox
+from deposits.repository.own import (
+    FundingRecord,
+    InternalTransfer,
+    VoteRecord,
+    case_votes,
+    deposit_addresses,
+    funding_by_key,
+    fundings,
+    insert_case_vote,
+    insert_funding,
+    insert_funding_match,
+    insert_internal_transfer,
+    internal_transfer,
+    lock_case_votes,
+    lock_unmatched_funding,
+)
 
 __all__ = [
     "AccountRow",
     "CaseRecord",
     "DepositRecord",
     "EventRecord",
+    "FundingRecord",
     "InboxRecord",
+    "InternalTransfer",
+    "VoteRecord",
     "Key",
     "address_of_user",
     "append_events",
+    "case_votes",
+    "deposit_addresses",
+    "deposit_by_id",
     "deposits_above",
     "deposits_in_states",
     "deposits_of_transaction",
     "deposits_of_user",
     "events_of",
     "finality_evidence",
+    "funding_by_key",
+    "fundings",
     "get_cases",
     "get_cursor",
     "get_inbox",
     "inbox_for",
     "insert_addresses",
     "insert_case",
+    "insert_case_vote",
     "insert_case_resolution",
     "insert_deposits",
+    "insert_funding",
+    "insert_funding_match",
     "insert_inbox",
+    "insert_internal_transfer",
+    "internal_transfer",
     "lock_address_family",
     "lock_case",
+    "lock_case_votes",
     "lock_chain",
     "lock_deposits",
+    "lock_unmatched_funding",
     "next_address_index",
     "open_accounts",
     "pending_incoming",

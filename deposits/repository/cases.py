@@ -41,6 +41,14 @@ class CaseRecord:
     opened_at: datetime
     resolved_by: str | None
     reversal_transaction_id: int | None
+    #: ``capital`` or ``return`` for an unattributed own-address transfer, else None.
+    outcome: str | None = None
+    #: The second admin who approved the resolution (None: one person resolved it).
+    approved_by: str | None = None
+    #: The ledger transaction that carried out a ``capital`` resolution.
+    resolution_transaction_id: int | None = None
+    #: The withdrawal a ``return`` resolution linked the transfer to.
+    withdrawal_id: int | None = None
 
 
 def lock_case(conn: Connection, case_id: int) -> None:
@@ -57,7 +65,9 @@ def get_cases(conn: Connection, *, case_id: int | None = None,
     """Cases, optionally of one id or one deposit, with their resolutions."""
     rows = conn.execute(
         sa.text("SELECT c.id, c.kind, c.deposit_id, c.ledger_transaction_id, c.expected, "
-                "c.observed, c.opened_at, r.resolved_by, r.reversal_transaction_id "
+                "c.observed, c.opened_at, r.resolved_by, r.reversal_transaction_id, r.outcome, "
+                "r.approved_by, r.ledger_transaction_id AS resolution_transaction_id, "
+                "r.withdrawal_id "
                 "FROM deposit_cases c LEFT JOIN deposit_case_resolutions r ON r.case_id = c.id "
                 "WHERE (CAST(:i AS bigint) IS NULL OR c.id = :i) "
                 "AND (CAST(:d AS bigint) IS NULL OR c.deposit_id = :d) ORDER BY c.id"),
@@ -68,10 +78,15 @@ def get_cases(conn: Connection, *, case_id: int | None = None,
 
 
 def insert_case_resolution(conn: Connection, case_id: int, reversal_transaction_id: int | None,
-                           resolved_by: str, reason: str) -> None:
-    """Record how a case was resolved."""
+                           resolved_by: str, reason: str, *, outcome: str | None = None,
+                           approved_by: str | None = None,
+                           ledger_transaction_id: int | None = None,
+                           withdrawal_id: int | None = None) -> None:
+    """Record how a case was resolved (``outcome`` and the rest: own-address cases)."""
     conn.execute(
         sa.text("INSERT INTO deposit_case_resolutions (case_id, reversal_transaction_id, "
-                "resolved_by, reason) VALUES (:c, :t, :b, :r)"),
-        {"c": case_id, "t": reversal_transaction_id, "b": resolved_by, "r": reason},
+                "resolved_by, reason, outcome, approved_by, ledger_transaction_id, "
+                "withdrawal_id) VALUES (:c, :t, :b, :r, :o, :a, :l, :w)"),
+        {"c": case_id, "t": reversal_transaction_id, "b": resolved_by, "r": reason,
+         "o": outcome, "a": approved_by, "l": ledger_transaction_id, "w": withdrawal_id},
     )

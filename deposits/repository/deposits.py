@@ -19,7 +19,8 @@ from deposits.repository.common import Key, _int, _json
 _DEPOSIT_COLUMNS = (
     "id, chain, tx_hash, position, token, from_address, to_address, value, tx_from, tx_nonce, "
     "user_id, asset_code, amount_minor, booking, booking_reason, state, block_number, "
-    "block_hash, confirmations, last_event_id, ledger_transaction_id, first_seen_at, updated_at"
+    "block_hash, confirmations, last_event_id, ledger_transaction_id, first_seen_at, updated_at, "
+    "address_kind"
 )
 
 
@@ -50,6 +51,8 @@ class DepositRecord:
     ledger_transaction_id: int | None
     first_seen_at: datetime
     updated_at: datetime
+    #: ``deposit`` (a user's deposit address), ``hot`` or ``cold`` (our own addresses).
+    address_kind: str = "deposit"
 
     @property
     def key(self) -> Key:
@@ -105,6 +108,13 @@ def lock_deposits(conn: Connection, keys: Iterable[Key]) -> dict[Key, DepositRec
     return {(r.chain, r.tx_hash, r.position): _deposit(r) for r in rows}
 
 
+def deposit_by_id(conn: Connection, deposit_id: int) -> DepositRecord:
+    """One deposit, locked FOR UPDATE (it exists: cases and matches reference it)."""
+    row = conn.execute(sa.text(f"SELECT {_DEPOSIT_COLUMNS} FROM deposits WHERE id = :i "
+                               "FOR UPDATE"), {"i": deposit_id}).one()
+    return _deposit(row)
+
+
 def deposits_in_states(conn: Connection, chain: str, states: Sequence[str], *,
                        limit: int) -> list[DepositRecord]:
     """Deposits of ``chain`` in ``states``, oldest first, at most ``limit``."""
@@ -128,23 +138,26 @@ def deposits_above(conn: Connection, chain: str, block_number: int,
 
 
 def insert_deposits(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> dict[Key, int]:
-    """Insert new deposits (state and block included); return their ids by key."""
+    """Insert new deposits (state, block and address kind included); return their ids by
+    key."""
     if not rows:
         return {}
     result = conn.execute(
         sa.text(
             "INSERT INTO deposits (chain, tx_hash, position, token, from_address, to_address, "
             " value, tx_from, tx_nonce, user_id, asset_code, amount_minor, booking, "
-            " booking_reason, state, block_number, block_hash, confirmations, last_event_id) "
+            " booking_reason, state, block_number, block_hash, confirmations, last_event_id, "
+            " address_kind) "
             "SELECT x.chain, x.tx_hash, x.position, x.token, x.from_address, x.to_address, "
             " CAST(x.value AS numeric), x.tx_from, x.tx_nonce, x.user_id, x.asset_code, "
             " CAST(x.amount_minor AS numeric), x.booking, x.booking_reason, x.state, "
-            " x.block_number, x.block_hash, x.confirmations, 0 "
+            " x.block_number, x.block_hash, x.confirmations, 0, "
+            " coalesce(x.address_kind, 'deposit') "
             "FROM jsonb_to_recordset(CAST(:j AS jsonb)) AS x(chain text, tx_hash text, "
             " position text, token text, from_address text, to_address text, value text, "
             " tx_from text, tx_nonce bigint, user_id text, asset_code text, amount_minor text, "
             " booking text, booking_reason text, state text, block_number bigint, "
-            " block_hash text, confirmations int) "
+            " block_hash text, confirmations int, address_kind text) "
             "RETURNING id, chain, tx_hash, position"
         ),
         {"j": _json(list(rows))},

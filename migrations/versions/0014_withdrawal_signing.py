@@ -2,7 +2,7 @@
 outside any transaction).
 
 Revision ID: 0014_withdrawal_signing
-Revises: 0012_definitions
+Revises: 0013_own_addresses
 Create Date: 2026-12-01
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from migrations import run_sql_file
 
 revision = "0014_withdrawal_signing"
-down_revision = "0012_definitions"
+down_revision = "0013_own_addresses"
 branch_labels = None
 depends_on = None
 

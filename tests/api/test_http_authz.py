@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.api.conftest import DEST, Api, fund_transaction, seed_deposit
+from tests.api.test_treasury import FUNDING, own_case
 
 #: Callers: acme (client, owns the resource), globex (another client), sam (support),
 #: carol (admin), alice (approver), None (no key).
@@ -122,6 +123,22 @@ ENDPOINTS: dict[str, Endpoint] = {
         (403, 403, 403, 409, 403, 401), money=True),
     "cases": Endpoint("GET", lambda a: ("/v1/admin/cases", None),
                       (403, 403, 200, 200, 403, 401)),
+    "declare_funding": Endpoint("POST", lambda a: ("/v1/admin/treasury/fundings", FUNDING),
+                                (403, 403, 403, 201, 403, 401), money=True),
+    "list_fundings": Endpoint("GET", lambda a: ("/v1/admin/treasury/fundings", None),
+                              (403, 403, 200, 200, 403, 401)),
+    # The test configuration's node does not exist: allowed, then 503 from the node.
+    "treasury": Endpoint("GET", lambda a: ("/v1/admin/treasury", None),
+                         (403, 403, 503, 503, 403, 401)),
+    "propose_case": Endpoint(
+        "POST", lambda a: (f"/v1/admin/cases/{own_case(a)}/proposals",
+                           {"outcome": "capital", "reason": "owner top-up"}),
+        (403, 403, 403, 201, 403, 401), money=True),
+    # A fresh case proposed by dave per caller: carol is the second admin.
+    "approve_case": Endpoint(
+        "POST", lambda a: (f"/v1/admin/cases/{own_case(a, proposed_by='dave')}/approvals",
+                           None),
+        (403, 403, 403, 201, 403, 401), money=True),
 }
 
 

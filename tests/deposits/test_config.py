@@ -120,3 +120,34 @@ class TestUnits:
         with pytest.raises(ConfigurationInvalid, match=r"tokens\[0\]\.minimum: '1\.5 ' is not a "
                            "decimal amount: it contains whitespace"):
             parse_chains_config(config)
+
+
+class TestOwnAddresses:
+    def test_hot_and_cold_lower_case_and_the_payout_wallet_is_hot(self) -> None:
+        doc = _base()
+        doc["chains"]["dev"]["hot_addresses"] = ["0x" + "AA" * 20]
+        doc["chains"]["dev"]["cold_addresses"] = ["0x" + "Bb" * 20]
+        doc["withdrawals"] = {"hot_wallets": {"dev": {"address": "0x" + "Cc" * 20}}}
+        chain = parse_chains_config(doc).chain("dev")
+        assert chain.hot_addresses == ("0x" + "aa" * 20, "0x" + "cc" * 20)
+        assert chain.cold_addresses == ("0x" + "bb" * 20,)
+        assert chain.address_kind("0x" + "CC" * 20) == "hot"
+        assert chain.address_kind("0x" + "bb" * 20) == "cold"
+        assert chain.address_kind("0x" + "dd" * 20) is None
+
+    def test_none_configured_is_empty(self) -> None:
+        chain = parse_chains_config(_base()).chain("dev")
+        assert chain.hot_addresses == chain.cold_addresses == ()
+
+    @pytest.mark.parametrize(("hot", "cold", "message"), [
+        (["0x12"], [], "hot_addresses must be a list"),
+        ("0x" + "aa" * 20, [], "hot_addresses must be a list"),
+        ([], [5], "cold_addresses must be a list"),
+        (["0x" + "aa" * 20], ["0x" + "AA" * 20], "both as a hot and a cold address"),
+    ])
+    def test_malformed_or_both_refused(self, hot: Any, cold: Any, message: str) -> None:
+        doc = _base()
+        doc["chains"]["dev"]["hot_addresses"] = hot
+        doc["chains"]["dev"]["cold_addresses"] = cold
+        with pytest.raises(ConfigurationInvalid, match=message):
+            parse_chains_config(doc)

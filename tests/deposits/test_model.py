@@ -20,6 +20,7 @@ from deposits.model import (
     decide_booking,
     deposit_key,
     event_at_finality,
+    own_event,
     transition,
 )
 
@@ -75,7 +76,32 @@ class TestTransition:
     def test_only_posting_moves_have_posting_effects(self) -> None:
         posting = {(s, e) for (s, e), (_, fx) in MOVES.items()
                    if Effect.POST_CREDIT in fx or Effect.POST_SUSPENSE in fx}
-        assert posting == {(S.FINAL, E.ATTESTED_FOR_USER), (S.FINAL, E.ATTESTED_FOR_SUSPENSE)}
+        assert posting == {(S.FINAL, E.ATTESTED_FOR_USER), (S.FINAL, E.ATTESTED_FOR_SUSPENSE),
+                           (S.FINAL, E.OWN_UNATTRIBUTED)}
+        capital = {(s, e) for (s, e), (_, fx) in MOVES.items() if Effect.POST_CAPITAL in fx}
+        assert capital == {(S.FINAL, E.FUNDING_MATCHED), (S.SUSPENSE, E.CAPITAL_DECIDED)}
+
+    def test_own_address_transfers_settle_only_once_final(self) -> None:
+        for event in (E.INTERNAL_MATCHED, E.FUNDING_MATCHED, E.OWN_UNATTRIBUTED):
+            for state in (None, S.INCLUDED, S.UNCONFIRMED):
+                with pytest.raises(TransitionRefused):
+                    transition(state, event, now=NOW)
+        assert transition(S.FINAL, E.INTERNAL_MATCHED, now=NOW).effects == ()
+        assert Effect.OPEN_CASE in transition(S.FINAL, E.OWN_UNATTRIBUTED, now=NOW).effects
+        for state in (S.INTERNAL, S.CAPITAL):
+            assert transition(state, E.BLOCK_REORGED_OUT, now=NOW).state is S.DISPUTED
+
+    def test_own_event_prefers_an_internal_match(self) -> None:
+        assert own_event(internal=True, funded=True) is E.INTERNAL_MATCHED
+        assert own_event(internal=False, funded=True) is E.FUNDING_MATCHED
+        assert own_event(internal=False, funded=False) is E.OWN_UNATTRIBUTED
+
+    def test_own_booking_has_no_minimum(self) -> None:
+        listing = Listing("ETH", 18, 18, 10**18)
+        decision = decide_booking(5, listing, user_id=None, token_symbol=None, own=True)
+        assert (decision.booking, decision.amount_minor) == (Booking.OWN, 5)
+        ignored = decide_booking(0, listing, user_id=None, token_symbol=None, own=True)
+        assert ignored.booking is Booking.IGNORE
 
     def test_transition_carries_the_time(self) -> None:
         assert transition(None, E.TRANSFER_INCLUDED, now=NOW).at == NOW

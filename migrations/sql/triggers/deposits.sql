@@ -7,11 +7,11 @@ CREATE OR REPLACE FUNCTION deposits_guard() RETURNS trigger LANGUAGE plpgsql AS 
 BEGIN
   IF (NEW.id, NEW.chain, NEW.tx_hash, NEW.position, NEW.token, NEW.from_address, NEW.to_address,
       NEW.value, NEW.tx_from, NEW.tx_nonce, NEW.user_id, NEW.asset_code, NEW.amount_minor,
-      NEW.booking, NEW.booking_reason, NEW.first_seen_at)
+      NEW.booking, NEW.booking_reason, NEW.address_kind, NEW.first_seen_at)
      IS DISTINCT FROM
      (OLD.id, OLD.chain, OLD.tx_hash, OLD.position, OLD.token, OLD.from_address, OLD.to_address,
       OLD.value, OLD.tx_from, OLD.tx_nonce, OLD.user_id, OLD.asset_code, OLD.amount_minor,
-      OLD.booking, OLD.booking_reason, OLD.first_seen_at) THEN
+      OLD.booking, OLD.booking_reason, OLD.address_kind, OLD.first_seen_at) THEN
     RAISE EXCEPTION 'deposit % : only its current state may change', OLD.id
       USING ERRCODE = 'raise_exception';
   END IF;

@@ -1,0 +1,228 @@
+"""``custody treasury`` and ``custody cases``: declared fundings, the treasury report, and the
+two-admin resolution of unattributed transfers to our own addresses.
+
+Mounted by ``api/cli.py`` with ``app.add_typer(treasury_cli)`` (no name: ``treasury`` and
+``cases`` appear at the top level). The chain configuration comes from ``$CUSTODY_CONFIG`` (or
+``--config``). Expected errors print one line (``error [code]: ...``) and exit with 2; nothing
+is written then.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from api.console import console, friendly
+
+if TYPE_CHECKING:
+    from config.chains import ChainsConfig
+    from deposits.own import CaseOutcome
+    from deposits.treasury import AssetHoldings
+
+treasury_cli = typer.Typer(help="Treasury and own-address cases.")
+treasury_app = typer.Typer(help="Treasury: declared fundings and the treasury report.",
+                           no_args_is_help=True)
+cases_app = typer.Typer(help="Cases: unattributed transfers to our own addresses, deep reorgs.",
+                        no_args_is_help=True)
+treasury_cli.add_typer(treasury_app, name="treasury")
+treasury_cli.add_typer(cases_app, name="cases")
+
+ConfigOption = Annotated[str | None, typer.Option(help="Chain configuration file (default: "
+                                                       "$CUSTODY_CONFIG).")]
+
+
+def _chains(path: str | None) -> ChainsConfig:
+    from config.chains import load_chains_config
+
+    return load_chains_config(path)
+
+
+@treasury_app.command("expect")
+@friendly
+def expect(
+    chain: Annotated[str, typer.Option(help="Chain the funding arrives on.")],
+    asset: Annotated[str, typer.Option(help="Ledger asset code (ETH, USDC...).")],
+    amount: Annotated[str, typer.Option(help="Exact amount in the asset's units, e.g. 2.5.")],
+    from_address: Annotated[str, typer.Option("--from", help="Sender address (0x...).")],
+    reason: Annotated[str, typer.Option(help="Why the company funds the treasury.")],
+    key: Annotated[str | None, typer.Option(help="Idempotency key (default: a new one, "
+                                                 "printed); the same key again returns the "
+                                                 "first declaration.")] = None,
+    by: Annotated[str, typer.Option(help="Who declares it.")] = "cli",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Declare company capital expected on chain: the final transfer of exactly AMOUNT from
+    the sender to a hot or cold address is booked DR treasury / CR equity:owner."""
+    from config.database import get_engine
+    from config.uow import run_in_transaction
+    from deposits import own
+
+    chains = _chains(config)
+    req = own.FundingRequest(chain, asset, amount, from_address, reason)
+    own.validate_funding(chains, req)  # Bad input: one line, before touching the database.
+    idem = key or uuid.uuid4().hex
+    found, replayed = run_in_transaction(get_engine(), lambda uow: own.declare_funding(
+        uow, chains, req, declared_by=by, idempotency_key=f"cli:{idem}"))
+    if as_json:
+        typer.echo(json.dumps({**_funding_json(chains, found), "key": idem,
+                                       "replayed": replayed}))
+        return
+    note = " (replayed: declared before under this key)" if replayed else ""
+    console.print(f"funding {found.id}: expecting {amount} {asset} on {chain} from "
+                  f"{found.from_address} (key {idem}){note}", highlight=False)
+
+
+def _funding_json(chains: ChainsConfig, f: Any) -> dict[str, Any]:
+    from ledger.model import amount_json
+
+    return {"id": f.id, "chain": f.chain, "asset": f.asset_code,
+            "amount": amount_json(f.amount_minor, chains.assets[f.asset_code].scale),
+            "from_address": f.from_address, "reason": f.reason, "declared_by": f.declared_by,
+            "declared_at": f.declared_at.isoformat(),
+            "state": "matched" if f.deposit_id is not None else "expected",
+            "deposit_id": f.deposit_id, "ledger_transaction_id": f.ledger_transaction_id}
+
+
+@treasury_app.command("fundings")
+@friendly
+def fundings(
+    chain: Annotated[str | None, typer.Option(help="Only this chain.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Declared fundings, newest first, matched or still expected."""
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from deposits import own
+
+    chains = _chains(config)
+    with UnitOfWork(get_engine()) as uow:
+        rows = [_funding_json(chains, f) for f in own.list_fundings(uow, chain=chain)]
+    if as_json:
+        typer.echo(json.dumps({"items": rows}))
+        return
+    table = Table(title="treasury fundings")
+    for column in ("id", "chain", "asset", "amount", "from", "state", "deposit", "reason"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(str(r["id"]), r["chain"], r["asset"], r["amount"]["decimal"],
+                      r["from_address"], r["state"], str(r["deposit_id"] or ""), r["reason"])
+    console.print(table)
+
+
+_FIELDS = ("treasury", "gas_float", "hot_onchain", "hot_custody", "hot_treasury", "onchain",
+           "custody", "custody_plus_treasury", "difference")
+
+
+def _holdings_json(h: AssetHoldings) -> dict[str, Any]:
+    from ledger.model import amount_json
+
+    values = {"treasury": h.treasury_minor, "gas_float": h.gas_float_minor,
+              "hot_onchain": h.hot_onchain_minor, "hot_custody": h.hot_custody_minor,
+              "hot_treasury": h.hot_treasury_minor, "onchain": h.onchain_minor,
+              "custody": h.custody_minor, "custody_plus_treasury": h.ledger_minor,
+              "difference": h.difference_minor}
+    return {"chain": h.chain, "asset": h.asset, "native": h.native,
+            "block_number": h.block_number, "addresses": h.addresses, "exact": h.exact,
+            **{k: None if v is None else amount_json(v, h.scale) for k, v in values.items()}}
+
+
+@treasury_app.command("show")
+@friendly
+def show(
+    chain: Annotated[str | None, typer.Option(help="Only this chain.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (amounts as strings).")]
+    = False,
+    config: ConfigOption = None,
+) -> None:
+    """Per chain and asset: the treasury in the ledger (the gas float for the native asset),
+    the hot wallets on chain at the finalized block split into customer money (custody) and
+    company money (treasury), and all our addresses on chain next to custody + treasury."""
+    from config.database import get_engine
+    from deposits.treasury import treasury_report
+
+    chains = _chains(config)
+    names = [chains.chain(chain).name] if chain else None
+    rows = [_holdings_json(h) for h in treasury_report(get_engine(), chains, names)]
+    if as_json:
+        typer.echo(json.dumps({"items": rows}))
+        return
+    table = Table(title="treasury (on chain at the finalized block)")
+    for column in ("chain", "asset", "block", *_FIELDS):
+        table.add_column(column.replace("_", " "), justify="left" if column in (
+            "chain", "asset") else "right")
+    for r in rows:
+        table.add_row(r["chain"], r["asset"], str(r["block_number"]),
+                      *("-" if r[f] is None else r[f]["decimal"] for f in _FIELDS))
+    console.print(table)
+
+
+def _decision(d: CaseOutcome) -> None:
+    extra = f" withdrawal {d.withdrawal_id}" if d.withdrawal_id else ""
+    if d.state == "resolved":
+        console.print(f"case {d.case_id} resolved as {d.outcome}{extra}: proposed by "
+                      f"{d.proposed_by}, approved by {d.approved_by}"
+                      + (f", ledger transaction {d.ledger_transaction_id}"
+                         if d.ledger_transaction_id else ""), highlight=False)
+    else:
+        console.print(f"case {d.case_id}: {d.outcome}{extra} proposed by {d.proposed_by}; "
+                      "another admin approves it with `custody cases approve`", highlight=False)
+
+
+@cases_app.command("list")
+@friendly
+def list_cases() -> None:
+    """Open cases (without a resolution), oldest first."""
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from deposits import service
+
+    with UnitOfWork(get_engine()) as uow:
+        found = service.open_cases(uow)
+    table = Table(title="open cases")
+    for column in ("id", "kind", "deposit", "ledger tx", "observed", "opened"):
+        table.add_column(column)
+    for c in found:
+        table.add_row(str(c.id), c.kind, str(c.deposit_id), str(c.ledger_transaction_id or ""),
+                      json.dumps(c.observed), c.opened_at.isoformat(timespec="seconds"))
+    console.print(table)
+
+
+@cases_app.command("resolve")
+@friendly
+def resolve(
+    case_id: Annotated[int, typer.Argument(help="Case id.")],
+    outcome: Annotated[str, typer.Option("--as", help="capital or return (refund: not "
+                                                      "supported yet).")],
+    by: Annotated[str, typer.Option(help="The admin proposing it.")],
+    reason: Annotated[str, typer.Option(help="Why.")],
+    withdrawal: Annotated[int | None, typer.Option(help="For --as return: the settled "
+                                                        "withdrawal it returns.")] = None,
+) -> None:
+    """Propose how to resolve an unattributed own-address case; another admin approves."""
+    from config.database import get_engine
+    from config.uow import run_in_transaction
+    from deposits import own
+
+    _decision(run_in_transaction(get_engine(), lambda uow: own.propose_resolution(
+        uow, case_id, outcome=outcome, by=by, reason=reason, withdrawal_id=withdrawal)))
+
+
+@cases_app.command("approve")
+@friendly
+def approve(
+    case_id: Annotated[int, typer.Argument(help="Case id.")],
+    by: Annotated[str, typer.Option(help="The second admin (not the proposer).")],
+) -> None:
+    """Approve a case's proposed resolution and carry it out (capital: the ledger transaction;
+    return: the link to the withdrawal)."""
+    from api.own_addresses import approve_case
+    from config.database import get_engine
+
+    _decision(approve_case(get_engine(), case_id, by=by, now=datetime.now(UTC)))
