@@ -3,10 +3,13 @@
 It starts the embedded PostgreSQL (or uses ``CUSTODY_DATABASE_URL``'s server) with a fresh
 ``custody_demo`` database, an anvil node, deploys the test token, writes a configuration
 (``var/demo/custody.toml``), then runs the API and the scheduler in this process (as
-``custody serve`` does) and, over HTTP: creates two users, deposits ETH to one and USDC to the
-other, reorgs the USDC deposit out before finality (it lands again), mines to finality so both
-are credited, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), and shows each
-user's balances, the reorged deposit's timeline and the signed webhooks a local receiver got.
+``custody serve`` does) and, over HTTP: declares the company's capital (10 ETH for gas, 1,000
+USDC of payout liquidity) and sends it on chain to the empty hot wallet, creates two users,
+deposits ETH to one and USDC to the other, reorgs the USDC deposit out before finality (it
+lands again), mines to finality so both deposits are credited and both fundings booked as
+capital, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), and shows the treasury
+next to the on-chain holdings of all our addresses, each user's balances, the reorged
+deposit's timeline and the signed webhooks a local receiver got.
 The API then stays up (URL, docs URL and a demo API key printed) until Ctrl-C, which stops
 everything the demo started. Each run starts from a fresh database and a fresh chain, so a
 second run works like the first.
@@ -101,7 +104,7 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     from config.chains import parse_chains_config
     from config.database import make_engine
     from config.withdrawals import parse_withdrawals_config
-    from devtools.e2e import HOT_KEY_ENV, Scenario, ServerThread, WebhookReceiver, open_company_book
+    from devtools.e2e import HOT_KEY_ENV, Scenario, ServerThread, WebhookReceiver
 
     text = chain.config_toml(confirmations=CONFIRMATIONS)
     path = Path("var/demo/custody.toml")
@@ -115,8 +118,8 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     os.environ[HOT_KEY_ENV] = chain.hot_key  # a throwaway dev key, read from the environment
     engine = make_engine(url)
     started.append(engine.dispose)
-    open_company_book(engine, chains)
     key = create_key(engine, "demo", "client").key
+    admin_key = create_key(engine, "demo-operator", "admin").key
     receiver = WebhookReceiver().start()
     started.append(receiver.stop)
     receiver.secret = set_endpoint(engine, "demo", receiver.url).secret
@@ -132,6 +135,9 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     http = httpx.Client(base_url=server.url, timeout=30,
                         headers={"Authorization": f"Bearer {key}"})
     started.append(http.close)
+    admin = httpx.Client(base_url=server.url, timeout=30,
+                         headers={"Authorization": f"Bearer {admin_key}"})
+    started.append(admin.close)
     with console.status("") as status:
         def progress(line: str) -> None:
             if line.startswith("waiting: "):
@@ -139,7 +145,7 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
             else:
                 console.print(f"[green]✓[/] {line}", highlight=False)
 
-        story = Scenario(http, chain, CONFIRMATIONS, progress=progress, timeout_s=120,
+        story = Scenario(http, admin, chain, CONFIRMATIONS, progress=progress, timeout_s=120,
                          cancel=stop)
         story.run()
         status.update("waiting for the webhooks to be delivered ...")
@@ -160,6 +166,15 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
 
 
 def _report(console: Console, story: Any, receiver: Any) -> None:
+    table = Table(title="treasury (company money) and holdings at the finalized block")
+    for column in ("asset", "treasury", "custody", "on chain, all our addresses",
+                   "custody + treasury", "difference"):
+        table.add_column(column, justify="left" if column == "asset" else "right")
+    for row in story.treasury():
+        table.add_row(row["asset"], row["treasury"]["decimal"], row["custody"]["decimal"],
+                      row["onchain"]["decimal"], row["custody_plus_treasury"]["decimal"],
+                      row["difference"]["decimal"])
+    console.print(table)
     for name in ("alice", "bob"):
         table = Table(title=f"{name} ({story.users[name]})")
         for column in ("asset", "posted", "pending in", "pending out", "available"):

@@ -151,8 +151,9 @@ class Devchain:
 
 
 def start_devchain() -> Devchain:
-    """Start anvil with automine off, deploy the test token (mint to the senders) and a fresh
-    hot wallet holding ETH for gas and tokens (as a sweep from deposit addresses would)."""
+    """Start anvil with automine off, deploy the test token (minted to the senders) and draw a
+    fresh hot wallet that holds nothing on chain: the story funds it through a declared
+    treasury funding, so every wei and token unit on it is accounted for in the ledger."""
     from eth_account import Account
     from eth_utils.address import to_checksum_address
 
@@ -162,12 +163,10 @@ def start_devchain() -> Devchain:
     try:
         token = node.deploy("TestToken", "USD Coin", "USDC", 6)
         account = Account.create()
-        hot = str(account.address).lower()
-        node.send_eth(DEV_ACCOUNTS[0], hot, 100 * ETH)
-        node.transact(token, "mint", [to_checksum_address(hot), 1_000_000 * USDC])
         node.transact(token, "mint", [to_checksum_address(DEV_ACCOUNTS[0]), 1_000_000 * USDC])
         node.mine(1)
-        return Devchain(node, token, hot, "0x" + bytes(account.key).hex())
+        return Devchain(node, token, str(account.address).lower(),
+                        "0x" + bytes(account.key).hex())
     except BaseException:
         node.stop()
         raise
@@ -175,7 +174,10 @@ def start_devchain() -> Devchain:
 
 def open_company_book(engine: Any, chains: Any, *, gas_float_minor: int = 10 * ETH) -> None:
     """Assets, the company accounts of every chain and a gas float (equity -> treasury, in the
-    chain's native asset). Fixed idempotency keys: running it again moves nothing."""
+    chain's native asset) booked without any on-chain transfer behind it. For tests and
+    benchmarks whose hot wallet anvil funds directly; the demo funds its treasury on chain
+    through a declared funding instead (``Scenario.fund_treasury``). Fixed idempotency keys:
+    running it again moves nothing."""
     from datetime import UTC, datetime
 
     from config.uow import UnitOfWork
@@ -230,6 +232,7 @@ class Scenario:
     """The story the demo tells and the end-to-end test checks, over HTTP."""
 
     http: Any  # httpx.Client with the base URL and the client's Authorization header
+    admin: Any  # the same with an admin key (declares the treasury funding)
     chain: Devchain
     confirmations: int
     progress: Any = print  # called with one line per step
@@ -238,6 +241,7 @@ class Scenario:
     addresses: dict[str, str] = field(default_factory=dict)
     deposits: dict[str, str] = field(default_factory=dict)  # name -> tx hash
     withdrawal: dict[str, Any] = field(default_factory=dict)
+    fundings: dict[str, str] = field(default_factory=dict)  # asset -> tx hash
     #: Set (by a Ctrl-C handler) to abandon the story at the next wait.
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -256,6 +260,13 @@ class Scenario:
             return None
         transfers = self._ok(r)["transfers"]
         return str(transfers[0]["deposit"]["state"]) if transfers else None
+
+    def funding_state(self, asset: str) -> str | None:
+        """The state of a treasury funding's transfer to the hot wallet (None: not seen)."""
+        r = self.admin.get(f"/v1/deposits/{CHAIN}/{self.fundings[asset]}")
+        if r.status_code == 404:
+            return None
+        return str(self._ok(r)["transfers"][0]["deposit"]["state"])
 
     def withdrawal_state(self) -> str:
         """The withdrawal's state."""
@@ -277,13 +288,38 @@ class Scenario:
 
     # -- the story
 
+    def fund_treasury(self) -> None:
+        """The company's capital, declared first (admin API, with an Idempotency-Key) and then
+        sent on chain to the empty hot wallet: 10 ETH for gas and 1,000 USDC of payout
+        liquidity (until sweeps bring the deposits over). Booked ``DR treasury / CR
+        equity:owner`` once final; an undeclared transfer would go to suspense with a case."""
+        from eth_utils.address import to_checksum_address
+
+        from devtools.anvil import DEV_ACCOUNTS
+
+        node, funder = self.chain.node, DEV_ACCOUNTS[0]
+        for asset, amount in (("ETH", "10"), ("USDC", "1000")):
+            self._ok(self.admin.post(
+                "/v1/admin/treasury/fundings", headers={"Idempotency-Key": f"demo-capital-{asset}"},
+                json={"chain": CHAIN, "asset": asset, "amount": amount, "from_address": funder,
+                      "reason": "demo: company capital for gas and payouts"}), 201)
+        self.fundings["ETH"] = node.send_eth(funder, self.chain.hot, 10 * ETH)
+        self.fundings["USDC"] = node.transact(
+            self.chain.token, "transfer", [to_checksum_address(self.chain.hot), 1_000 * USDC],
+            sender=funder)
+        node.mine(1)
+        self.progress("declared 10 ETH and 1,000 USDC of company capital, then sent them to the "
+                      "hot wallet")
+
     def run(self) -> None:
-        """Users, deposits (one through a reorg), finality, a withdrawal to settlement."""
+        """Treasury funding, users, deposits (one through a reorg), finality, a withdrawal to
+        settlement."""
         from eth_utils.address import to_checksum_address
 
         from devtools.anvil import DEV_ACCOUNTS
 
         node = self.chain.node
+        self.fund_treasury()
         for name in ("alice", "bob"):
             user = self._ok(self.http.post("/v1/users", json={"reference": name}), 200, 201)
             self.users[name] = user["id"]
@@ -313,6 +349,10 @@ class Scenario:
         self.wait(f"finality ({self.confirmations} confirmations) and credit of both deposits",
                   lambda: all(self.deposit_state(n) == "credited" for n in self.deposits),
                   mine=True)
+        self.wait("the treasury fundings booked as company capital",
+                  lambda: all(self.funding_state(a) == "capital" for a in self.fundings),
+                  mine=True)
+        self.progress("both fundings final: booked DR treasury / CR equity:owner")
 
         bob = self.users["bob"]
         created = self.http.post(f"/v1/users/{bob}/withdrawals",
@@ -327,11 +367,19 @@ class Scenario:
         self.wait("the payout reaches finality and settles",
                   lambda: self.withdrawal_state() == "settled", mine=True)
         self.progress("settled: 30 sent, 0.40 fee, 1.60 of the reserve refunded")
+        # The treasury report reads the chain at the node's finalized block (4 blocks behind
+        # with 2 slots per epoch), which the payout's block must reach first.
+        node.mine(5)
 
     def balances(self, name: str) -> list[dict[str, Any]]:
         """A user's balances per asset (the API's answer)."""
         return list(self._ok(self.http.get(f"/v1/users/{self.users[name]}/balances"))[
             "balances"])
+
+    def treasury(self) -> list[dict[str, Any]]:
+        """The treasury report per asset (the admin API's answer)."""
+        return list(self._ok(self.admin.get("/v1/admin/treasury", params={"chain": CHAIN}))[
+            "items"])
 
     def timeline(self, name: str) -> dict[str, Any]:
         """A deposit's timeline (the API's answer)."""

@@ -24,7 +24,6 @@ from devtools.e2e import (
     Scenario,
     ServerThread,
     WebhookReceiver,
-    open_company_book,
     start_devchain,
 )
 from ledger.integrity import verify
@@ -46,8 +45,8 @@ def test_deposit_reorg_credit_withdrawal_settlement_and_signed_webhooks(
     data = tomllib.loads(devchain.config_toml(confirmations=CONFIRMATIONS))
     chains = parse_chains_config(data)
     wcfg = parse_withdrawals_config(data, chains)
-    open_company_book(engine, chains)
     key = create_key(engine, "acme", "client").key
+    admin_key = create_key(engine, "ops", "admin").key
     receiver = WebhookReceiver().start()
     receiver.secret = set_endpoint(engine, "acme", receiver.url).secret
     jobs = build_jobs(engine, chains, wcfg, intervals=Intervals.uniform(0.1),
@@ -58,9 +57,12 @@ def test_deposit_reorg_credit_withdrawal_settlement_and_signed_webhooks(
     server = ServerThread(create_app(engine, chains, wcfg, lifespans=[scheduler.lifespan()]))
     try:
         with httpx.Client(base_url=server.url, timeout=30,
-                          headers={"Authorization": f"Bearer {key}"}) as http:
-            story = Scenario(http, devchain, CONFIRMATIONS, progress=lambda line: None)
+                          headers={"Authorization": f"Bearer {key}"}) as http, \
+                httpx.Client(base_url=server.url, timeout=30,
+                             headers={"Authorization": f"Bearer {admin_key}"}) as admin:
+            story = Scenario(http, admin, devchain, CONFIRMATIONS, progress=lambda line: None)
             story.run()
+            treasury = {row["asset"]: row for row in story.treasury()}
             alice = {b["asset"]: b for b in story.balances("alice")}
             bob = {b["asset"]: b for b in story.balances("bob")}
             timeline = story.timeline("bob USDC")
@@ -96,3 +98,13 @@ def test_deposit_reorg_credit_withdrawal_settlement_and_signed_webhooks(
     assert {"deposits.watch:devnet", "withdrawals.process:devnet"} <= jobs_run
     report = verify(engine)
     assert report.ok, report.discrepancies
+    # The hot wallet held nothing before the declared fundings: chain and ledger agree exactly,
+    # and no transfer to our addresses was left unattributed.
+    assert {a: row["difference"]["minor"] for a, row in treasury.items()} == {"ETH": "0",
+                                                                            "USDC": "0"}
+    assert treasury["USDC"]["treasury"]["decimal"] == "1000.400000"  # capital + the fee
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM deposit_cases")).scalar() == 0
+        states = conn.execute(sa.text(
+            "SELECT state FROM deposits WHERE address_kind = 'hot'")).scalars().all()
+    assert states == ["capital", "capital"]
