@@ -897,6 +897,18 @@ def build_context(chains: Any, cfg: WithdrawalsConfig, chain_name: str, *,
     return ChainContext(chain, hot, rpc, signer_for(hot, environ=environ))
 
 
+def check_configuration(ctx: ChainContext) -> list[str]:
+    """The chain's configuration against its node before anything is signed (``chains.probe``:
+    ``eth_chainId`` and each listed token's ``decimals()``): one line per mismatch, empty when
+    they agree. The scheduler runs the same check in ``api.jobs.ChainGate``; this is for the
+    processor started on its own (``python -m withdrawals.processor``)."""
+    from chains.probe import ChainExpected, TokenExpected, probe
+
+    expected = ChainExpected(ctx.chain.name, ctx.chain.chain_id, tuple(
+        TokenExpected(t.contract, t.decimals, t.symbol) for t in ctx.chain.tokens))
+    return [f.line() for f in probe(ctx.rpc, expected).mismatches]
+
+
 def run(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, interval_s: float,
         steps_max: int | None = None, on_step: Any = None) -> None:
     """Step the chain every ``interval_s`` seconds, ``steps_max`` times (None: until killed)."""
@@ -929,6 +941,12 @@ def main(argv: list[str] | None = None) -> None:
     chains = load_chains_config()
     cfg = load_withdrawals_config(chains)
     ctx = build_context(chains, cfg, args.chain)
+    mismatches = check_configuration(ctx)
+    if mismatches:
+        for line in mismatches:
+            alerts.critical("%s", line)
+            print(f"error [config_mismatch]: {line}", file=sys.stderr)
+        raise SystemExit(2)
     print("ready", flush=True)
     sys.stdout.flush()
     run(get_engine(), cfg, ctx, interval_s=args.interval_s)

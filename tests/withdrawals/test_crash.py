@@ -121,3 +121,24 @@ def test_sigkill_at_random_moments_never_pays_twice(engine: Engine, database_url
         assert report.ok, report.discrepancies
     finally:
         net.node.stop()
+
+
+@pytest.mark.anvil
+def test_processor_started_alone_refuses_a_chain_id_its_node_does_not_have(
+        database_url: str, tmp_path: Path) -> None:
+    net = start_devnet(finality="confirmations:2", automine=True)
+    try:
+        assert "chain_id = 31337" in net.toml
+        config = write_config(tmp_path, net.toml.replace("chain_id = 31337", "chain_id = 1"))
+        env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "CUSTODY_CONFIG": str(config),
+               KEY_ENV: net.key}
+        done = subprocess.run(
+            [sys.executable, "-m", "withdrawals.processor", "devnet", "--interval-s", "0.01"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2
+        assert done.stdout == ""  # never ready: nothing was signed
+        assert done.stderr.strip().splitlines()[-1] == (
+            "error [config_mismatch]: chain devnet: chain_id is 1 in the configuration, the "
+            "node says 31337")
+    finally:
+        net.node.stop()
