@@ -296,20 +296,22 @@ def _process(gate: ChainGate, engine: Engine, wcfg: WithdrawalsConfig, ctx: Any,
 
     gate.admit(now)
     report = processor.step(engine, wcfg, ctx, now=now)
-    withdrawal_alerts(engine, ctx.chain.name, limit=wcfg.batch_max)
+    withdrawal_alerts(engine, ctx.chain.name, limit=wcfg.batch_max, now=now)
     return report
 
 
-def withdrawal_alerts(engine: Engine, chain: str, *, limit: int) -> int:
+def withdrawal_alerts(engine: Engine, chain: str, *, limit: int,
+                      now: datetime | None = None) -> int:
     """What waits for an operator on ``chain`` as alert events, each written once: an
     ``alert.withdrawal_held`` per open case of a held withdrawal, an ``alert.gas_float_low``
-    per payout waiting for the gas float. Read from the database after every processor step,
-    so an alert lost with a crashed process is raised by the next step. Returns how many were
-    new."""
+    per payout waiting for the gas float, an ``alert.signer_unavailable`` per payout the signer
+    has not signed for ``withdrawals.service.SIGNING_OVERDUE_S`` (``now``: the current time).
+    Read from the database after every processor step, so an alert lost with a crashed process
+    is raised by the next step. Returns how many were new."""
     from withdrawals.service import waiting
 
-    found = waiting(engine, chain, limit=limit)
-    if not found.cases and not found.gas_float_low:
+    found = waiting(engine, chain, limit=limit, now=now or datetime.now(UTC))
+    if not found.cases and not found.gas_float_low and not found.signing_overdue:
         return 0
     new = 0
     with UnitOfWork(engine) as uow:
@@ -326,6 +328,13 @@ def withdrawal_alerts(engine: Engine, chain: str, *, limit: int) -> int:
                 "reserved_since": w.state_changed_at.isoformat(),
                 "next": f"fund treasury:{chain} (a declared treasury funding); the payout is "
                         "signed by itself once the gas float covers it"})
+        for w in found.signing_overdue:
+            new += outbox.raise_alert(uow.conn, "signer_unavailable", f"withdrawal:{w.id}", {
+                "withdrawal_id": str(w.id), "chain": chain, "nonce": str(w.nonce),
+                "hot_wallet": w.hot_wallet, "signing_since": w.state_changed_at.isoformat(),
+                "next": "restore the signer (see the processor's log for its error); the "
+                        "payout is signed with the same nonce by itself, and every later payout "
+                        "of this hot wallet waits for it"})
         uow.commit()
     return new
 

@@ -350,8 +350,8 @@ def _sign(ctx: ChainContext, unsigned: UnsignedTx, withdrawal_id: int) -> Signed
     try:
         return ctx.signer.sign(unsigned)
     except SignerAnswerInvalid as exc:
-        log.error("withdrawal %s: signer answer refused (nonce %s): %s; check the signer",
-                  withdrawal_id, unsigned.nonce, exc.message)
+        alerts.critical("withdrawal %s: signer answer refused (nonce %s): %s; check the signer",
+                        withdrawal_id, unsigned.nonce, exc.message)
     except SignerUnavailable as exc:
         log.warning("withdrawal %s: signer unavailable (nonce %s): %s", withdrawal_id,
                     unsigned.nonce, exc.message)

@@ -545,21 +545,32 @@ def retry_held(engine: Engine, withdrawal_id: int, actor: Actor, *, reason: str,
 
 @dataclass(frozen=True)
 class Waiting:
-    """What waits for an operator on a chain: the open cases of held withdrawals and the
-    payouts waiting for the gas float (``gas_float_low``), oldest first."""
+    """What waits for an operator on a chain: the open cases of held withdrawals, the payouts
+    waiting for the gas float (``gas_float_low``) and those whose signature the signer has not
+    given for ``SIGNING_OVERDUE_S`` (each holds a nonce: every later payout of the hot wallet
+    waits behind it), oldest first."""
 
     cases: list[repo.CaseRecord]
     gas_float_low: list[WithdrawalRecord]
+    signing_overdue: list[WithdrawalRecord] = field(default_factory=list)
 
 
-def waiting(engine: Engine, chain: str, *, limit: int) -> Waiting:
-    """Open withdrawal cases and payouts waiting for the gas float on ``chain`` (at most
-    ``limit`` of each): what the API's alerts are raised from."""
+#: A withdrawal in ``signing`` this long (its nonce taken, the signer not answering) is alerted.
+SIGNING_OVERDUE_S = 120
+
+
+def waiting(engine: Engine, chain: str, *, limit: int, now: datetime) -> Waiting:
+    """Open withdrawal cases, payouts waiting for the gas float and payouts the signer has not
+    signed for ``SIGNING_OVERDUE_S`` on ``chain`` (at most ``limit`` of each): what the API's
+    alerts are raised from."""
     with UnitOfWork(engine) as uow:
         cases = repo.open_cases(uow.conn, chain, limit)
-        found = [repo.get_withdrawal(uow.conn, i)
-                 for i in repo.ids_waiting_for_gas(uow.conn, chain, limit)]
-    return Waiting(cases, [w for w in found if w is not None])
+        gas = [repo.get_withdrawal(uow.conn, i)
+               for i in repo.ids_waiting_for_gas(uow.conn, chain, limit)]
+        signing = [repo.get_withdrawal(uow.conn, i) for i in repo.ids_signing_since(
+            uow.conn, chain, now - timedelta(seconds=SIGNING_OVERDUE_S), limit)]
+    return Waiting(cases, [w for w in gas if w is not None],
+                   [w for w in signing if w is not None])
 
 
 # --- returned payouts -----------------------------------------------------------------------

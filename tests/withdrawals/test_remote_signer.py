@@ -9,12 +9,14 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
 from eth_account import Account
 from sqlalchemy.engine import Engine
 
+from api.jobs import withdrawal_alerts
 from config.uow import UnitOfWork
 from config.withdrawals import HotWalletConfig
 from ledger.integrity import verify
@@ -244,6 +246,13 @@ class TestProcessorWithRemoteSigner:
         assert [service.get_withdrawal(funded, i).state for i in ids] == [State.SIGNING] * 2
         with pytest.raises(errors.WithdrawalNotCancelable):
             service.cancel(funded, ids[0], "u1", now=devnet.clock)
+        # Overdue, each nonce-holding payout the signer does not sign is alerted, once.
+        since = max(w.state_changed_at for w in before)
+        soon = since + timedelta(seconds=service.SIGNING_OVERDUE_S - 1)
+        late = since + timedelta(seconds=service.SIGNING_OVERDUE_S + 1)
+        assert withdrawal_alerts(funded, "devnet", limit=10, now=soon) == 0
+        assert withdrawal_alerts(funded, "devnet", limit=10, now=late) == 2
+        assert withdrawal_alerts(funded, "devnet", limit=10, now=late) == 0
         hot_signing.fail = False
         assert devnet.step(funded, ctx).signed == 2
         for withdrawal_id, nonce in zip(ids, (0, 1), strict=True):

@@ -33,6 +33,7 @@ from withdrawals.repository.decisions import DecisionRecord, insert_decision, li
 from withdrawals.repository.holds import (
     GAS_FLOAT_LOW,
     CaseRecord,
+    ids_signing_since,
     ids_waiting_for_gas,
     in_flight_max_gas,
     insert_case,
@@ -80,6 +81,7 @@ __all__ = [
     "find_by_key",
     "find_return",
     "get_withdrawal",
+    "ids_signing_since",
     "ids_waiting_for_gas",
     "in_flight_max_gas",
     "insert_case",

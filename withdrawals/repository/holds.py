@@ -50,6 +50,15 @@ def tokens_of(conn: Connection, withdrawal_ids: Sequence[int]) -> dict[int, str 
     return {r.id: r.token for r in rows}
 
 
+def ids_signing_since(conn: Connection, chain: str, before: datetime, limit: int) -> list[int]:
+    """Withdrawals of ``chain`` in ``signing`` (a nonce taken, no attempt recorded) since before
+    ``before``, oldest first: the signer has not answered for them."""
+    rows = conn.execute(sa.text(
+        "SELECT id FROM withdrawals WHERE chain = :c AND state = 'signing' "
+        "AND state_changed_at < :t ORDER BY id LIMIT :n"), {"c": chain, "t": before, "n": limit})
+    return [r.id for r in rows]
+
+
 def ids_waiting_for_gas(conn: Connection, chain: str, limit: int) -> list[int]:
     """Reserved withdrawals of ``chain`` waiting for the gas float, oldest first."""
     rows = conn.execute(sa.text(
