@@ -131,8 +131,8 @@ class TestGasFloat:
         done = service.timeline(engine, w.id)
         assert done.withdrawal.state is State.SETTLED
         assert [e.event for e in done.events] == [
-            "reserve_posted", "gas_float_low", "attempt_signed", "send_accepted",
-            "receipt_observed", "final_succeeded"]
+            "reserve_posted", "gas_float_low", "nonce_assigned", "attempt_signed",
+            "send_accepted", "receipt_observed", "final_succeeded"]
         [attempt] = done.attempts
         assert attempt.nonce == 0
         receipt = devnet.node.rpc.get_receipt(attempt.tx_hash)

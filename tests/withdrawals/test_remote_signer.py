@@ -225,13 +225,14 @@ class TestProcessorWithRemoteSigner:
 
     def test_a_timeout_leaves_signing_and_the_next_step_pays_once_with_the_same_nonce(
             self, funded: Engine, devnet: Devnet, hot_signing: SigningService) -> None:
-        ctx = devnet.remote_context(hot_signing.url, timeout_ms=300)
+        # A timeout well above a signature's cost on a loaded 2-core machine, and a hang above it.
+        ctx = devnet.remote_context(hot_signing.url, timeout_ms=1_500)
         ids = [service.request_withdrawal(
             funded, devnet.cfg, SetOwnAddresses(), req(amount=10_000_000 + i, key=f"k{i}",
                                                        destination=dest),
             now=devnet.clock).withdrawal.id
                for i, dest in enumerate([DEST, str(Account.create().address)])]
-        hot_signing.hang_s = 1.0
+        hot_signing.hang_s = 2.5
         report = devnet.step(funded, ctx)
         assert report.signed == 0
         before = [service.get_withdrawal(funded, i) for i in ids]
