@@ -156,6 +156,9 @@ def test_cases_refund_by_two_admins_and_a_refund_that_cannot_be_paid(
 def test_declared_funding_on_chain_and_treasury_show_equals_the_chain(
         engine: Engine, database_url: str, tmp_path: Path) -> None:
     with AnvilNode.start(slots_in_an_epoch=2) as node:
+        # The configured USDC must exist (the configuration is checked against the node): the
+        # first contract of dev account 0 is at the configuration's token address.
+        node.deploy("TestToken", "USD Coin", "USDC", 6)
         doc = dev_config(rpc_url=node.url, chain="dev", hot_wallet=None,
                          chain_options={"hot_addresses": [HOT]})
         config = tmp_path / "custody.toml"
