@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
+from eth_utils.address import to_checksum_address
 from sqlalchemy.engine import Engine
 
 from api.own_addresses import Payouts, approve_case
@@ -75,6 +76,23 @@ def unattributed_case(engine: Engine, net: Devnet, amount_wei: int) -> int:
         (case,) = [c for c in repo.get_cases(uow.conn) if c.resolved_by is None]
         d = repo.deposit_by_id(uow.conn, case.deposit_id)
     assert (d.state, d.address_kind, d.from_address) == ("suspense", "hot", SENDER.lower())
+    return case.id
+
+
+def unattributed_token_case(engine: Engine, net: Devnet, amount_minor: int) -> int:
+    """As :func:`unattributed_case`, with a USDC transfer: the refund goes to the Transfer's
+    ``from`` (SENDER, which also sent the transaction here)."""
+    watcher = Watcher(engine, watched_from_now(net), "devnet")
+    net.node.transact(net.token, "mint", [to_checksum_address(SENDER), amount_minor])
+    net.node.transact(net.token, "transfer", [to_checksum_address(net.hot), amount_minor],
+                      SENDER)
+    for _ in range(5):  # Included, then final under confirmations:3.
+        net.node.mine(1)
+        watcher.step(now=NOW)
+    with UnitOfWork(engine) as uow:
+        (case,) = [c for c in repo.get_cases(uow.conn) if c.resolved_by is None]
+        d = repo.deposit_by_id(uow.conn, case.deposit_id)
+    assert (d.state, d.asset_code, d.from_address) == ("suspense", "USDC", SENDER.lower())
     return case.id
 
 
@@ -168,4 +186,23 @@ def test_refund_that_cannot_be_paid_is_refused_and_changes_nothing(
     with UnitOfWork(engine) as uow:
         (case,) = repo.get_cases(uow.conn, case_id=case_id)
     assert case.resolved_by is None
+    assert verify(engine).ok
+
+
+def test_token_refund_goes_to_the_transfer_sender_and_settles(
+        engine: Engine, devnet: Devnet) -> None:
+    case_id = unattributed_token_case(engine, devnet, 7_000_000)  # 7.00 USDC.
+    propose_refund(engine, case_id)
+    payouts = Payouts(devnet.chains, devnet.cfg)
+    done = approve_case(engine, case_id, by="dave", now=NOW, payouts=lambda: payouts)
+    assert done.withdrawal_id is not None
+    before = devnet.token_balance(SENDER)
+    devnet.step(engine)
+    devnet.node.mine(3)
+    devnet.step(engine)
+    w = withdrawals.get_withdrawal(engine, done.withdrawal_id)
+    assert (w.state, w.amount_minor) == (State.SETTLED, 5_000_000)  # 7.00 - fee_max 2.00.
+    assert devnet.token_balance(SENDER) == before + 5_000_000
+    assert balance(engine, "suspense:unattributed") == 0
+    assert balance(engine, f"user:{own.REFUND_USER}:wallet") == 2_000_000 - 400_000
     assert verify(engine).ok
