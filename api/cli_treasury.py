@@ -177,20 +177,28 @@ def _decision(d: CaseOutcome) -> None:
 
 @cases_app.command("list")
 @friendly
-def list_cases() -> None:
-    """Open cases (without a resolution), oldest first."""
+def list_cases(
+    resolved: Annotated[bool, typer.Option("--all", help="Resolved cases too, with their "
+                                                         "outcome.")] = False,
+) -> None:
+    """Open cases (without a resolution), oldest first; with --all every case, with how it
+    was resolved (outcome, approver, resolution ledger transaction, and the withdrawal of a
+    return or of a refund to the sender)."""
     from config.database import get_engine
     from config.uow import UnitOfWork
-    from deposits import service
+    from deposits import own
 
     with UnitOfWork(get_engine()) as uow:
-        found = service.open_cases(uow)
-    table = Table(title="open cases")
-    for column in ("id", "kind", "deposit", "ledger tx", "observed", "opened"):
+        found = own.list_cases(uow, resolved=resolved)
+    table = Table(title="cases" if resolved else "open cases")
+    for column in ("id", "kind", "deposit", "ledger tx", "observed", "opened", "outcome",
+                   "resolved by", "resolution tx", "withdrawal"):
         table.add_column(column)
     for c in found:
         table.add_row(str(c.id), c.kind, str(c.deposit_id), str(c.ledger_transaction_id or ""),
-                      json.dumps(c.observed), c.opened_at.isoformat(timespec="seconds"))
+                      json.dumps(c.observed), c.opened_at.isoformat(timespec="seconds"),
+                      c.outcome or "", ", ".join(filter(None, (c.resolved_by, c.approved_by))),
+                      str(c.resolution_transaction_id or ""), str(c.withdrawal_id or ""))
     console.print(table)
 
 
@@ -198,8 +206,9 @@ def list_cases() -> None:
 @friendly
 def resolve(
     case_id: Annotated[int, typer.Argument(help="Case id.")],
-    outcome: Annotated[str, typer.Option("--as", help="capital or return (refund: not "
-                                                      "supported yet).")],
+    outcome: Annotated[str, typer.Option("--as", help="capital (company money), return (of "
+                                                      "--withdrawal) or refund (back to the "
+                                                      "sender, minus the withdrawal fee_max).")],
     by: Annotated[str, typer.Option(help="The admin proposing it.")],
     reason: Annotated[str, typer.Option(help="Why.")],
     withdrawal: Annotated[int | None, typer.Option(help="For --as return: the settled "
@@ -219,10 +228,20 @@ def resolve(
 def approve(
     case_id: Annotated[int, typer.Argument(help="Case id.")],
     by: Annotated[str, typer.Option(help="The second admin (not the proposer).")],
+    config: ConfigOption = None,
 ) -> None:
     """Approve a case's proposed resolution and carry it out (capital: the ledger transaction;
-    return: the link to the withdrawal)."""
-    from api.own_addresses import approve_case
+    return: the link to the withdrawal; refund: the withdrawal to the sender is checked, the
+    resolution posted, the withdrawal requested). Approving a refund again completes a
+    request that a crash interrupted; it never pays twice."""
+    from api.own_addresses import Payouts, approve_case
     from config.database import get_engine
 
-    _decision(approve_case(get_engine(), case_id, by=by, now=datetime.now(UTC)))
+    def payouts() -> Payouts:
+        from config.withdrawals import load_withdrawals_config
+
+        chains = _chains(config)
+        return Payouts(chains, load_withdrawals_config(chains, config))
+
+    _decision(approve_case(get_engine(), case_id, by=by, now=datetime.now(UTC),
+                           payouts=payouts))

@@ -283,6 +283,16 @@ class Case(BaseModel):
     opened_at: datetime
     resolved_by: str | None
     reversal_transaction_id: int | None
+    #: How an own-address case was resolved: ``capital``, ``return`` or ``refund`` (null:
+    #: open, or another kind of case).
+    outcome: str | None = None
+    #: The second admin who approved the resolution.
+    approved_by: str | None = None
+    #: The ledger transaction of a ``capital`` or ``refund`` resolution.
+    resolution_transaction_id: int | None = None
+    #: The withdrawal a ``return`` was linked to, or the withdrawal paying a ``refund`` back to
+    #: the sender (null until it is requested).
+    withdrawal_id: int | None = None
 
 
 class Transfer(BaseModel):
@@ -539,6 +549,8 @@ class Fundings(BaseModel):
 class CaseProposalCreate(Body):
     """An admin's proposed resolution of an unattributed own-address case."""
 
+    #: ``refund``: back to the transfer's sender, the received amount minus the withdrawal
+    #: policy's ``fee_max``, as a withdrawal of the company user ``company:refunds``.
     outcome: Literal["capital", "return", "refund"]
     reason: Text
     #: For ``return``: the settled withdrawal the transfer returns.
@@ -554,6 +566,7 @@ class CaseDecision(BaseModel):
     proposed_by: str
     reason: str
     approved_by: str | None
+    #: ``return``: the withdrawal returned; ``refund``: the withdrawal paying the sender.
     withdrawal_id: int | None
     ledger_transaction_id: int | None
 

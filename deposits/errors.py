@@ -74,3 +74,11 @@ class SecondAdminRequired(DepositError):
     """A case resolution approved by the admin who proposed it: another admin must approve."""
 
     code = "second_admin_required"
+
+
+class RefundRefused(DepositError):
+    """A refund to the sender that cannot be paid as a withdrawal (the asset is not
+    withdrawable on that chain, the amount left after the fee reserve is out of the policy's
+    bounds, the sender is one of our own addresses...): nothing was resolved or posted."""
+
+    code = "refund_refused"

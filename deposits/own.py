@@ -19,7 +19,13 @@ watcher's settling transaction (``deposits.service.settle_final`` calls :func:`p
   ledger transaction; ``return`` links it to a withdrawal through the withdrawal service (the
   API layer composes that, since deposits may not import withdrawals) and then records the
   resolution (:func:`approve_resolution` with ``return_linked``, or :func:`resolve_by_return`
-  when an operator links a return directly).
+  when an operator links a return directly); ``refund`` sends it back to its sender as a
+  withdrawal of the company: once the API layer has validated that withdrawal, one ledger
+  transaction ``DR suspense:unattributed / CR user:company:refunds:wallet`` (key
+  ``deposit-case:{id}:refund``) goes with the resolution, then the API layer requests the
+  withdrawal of :data:`REFUND_USER` (key ``case:{id}:refund``) and records its id
+  (:func:`record_refund_withdrawal`). The deposit itself stays in state ``suspense``: the
+  case's resolution says where the money went.
 
 Every function takes an open unit of work and never commits.
 """
@@ -61,6 +67,13 @@ alerts = logging.getLogger("custody.alerts")
 E, S = DepositEvent, DepositState
 CASE_KIND = "unattributed_own_address"
 OUTCOMES = ("capital", "return", "refund")
+#: The company user whose wallet a refund passes through: credited from suspense, then debited
+#: by the refund's withdrawal like any user's (reserve, fee, settlement). The colon keeps it out
+#: of every client's reach: ``api.auth.USER_ID_PATTERN`` refuses it, so no API user can have
+#: this id and no client route can name it; the ledger and the withdrawals accept any id of 1
+#: to 100 characters, and the account ``user:company:refunds:wallet`` counts as a customer
+#: liability in ``verify`` (what is left there, e.g. the unused fee reserve, stays visible).
+REFUND_USER = "company:refunds"
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 AccountOf = Callable[[chart.AccountSpec, str], Account]
 
@@ -237,7 +250,7 @@ def _outcome(case: repo.CaseRecord, votes: Mapping[str, VoteRecord]) -> CaseOutc
     p, a = votes["proposal"], votes.get("approval")
     return CaseOutcome(case.id, "resolved" if case.resolved_by else "proposed", p.outcome,
                        p.voted_by, p.reason, a.voted_by if a else case.approved_by,
-                       p.withdrawal_id, case.resolution_transaction_id)
+                       p.withdrawal_id or case.withdrawal_id, case.resolution_transaction_id)
 
 
 def _case(uow: UnitOfWork, case_id: int) -> repo.CaseRecord:
@@ -250,15 +263,20 @@ def _case(uow: UnitOfWork, case_id: int) -> repo.CaseRecord:
     return found[0]
 
 
+def list_cases(uow: UnitOfWork, *, resolved: bool = False) -> list[repo.CaseRecord]:
+    """Cases of every kind, oldest first: the open ones, or all with ``resolved`` (each with
+    its resolution: outcome, approver, ledger transaction, withdrawal)."""
+    found = repo.get_cases(uow.conn)
+    return found if resolved else [c for c in found if c.resolved_by is None]
+
+
 def propose_resolution(uow: UnitOfWork, case_id: int, *, outcome: str, by: str, reason: str,
                        withdrawal_id: int | None = None) -> CaseOutcome:
     """An admin proposes how to resolve an unattributed own-address case (idempotent: the
     same proposal again returns it; another one while it stands is refused)."""
-    if outcome == "refund":
-        raise CaseResolutionInvalid("refund to the sender is not supported yet: resolve as "
-                                    "capital, or as return to a withdrawal")
     if outcome not in OUTCOMES:
-        raise CaseResolutionInvalid(f"outcome must be capital or return, got {outcome!r}")
+        raise CaseResolutionInvalid(f"outcome must be capital, return or refund, got "
+                                    f"{outcome!r}")
     if (outcome == "return") != (withdrawal_id is not None):
         raise CaseResolutionInvalid("a return names its withdrawal (and only a return does)")
     if not reason.strip() or not by.strip():
@@ -282,8 +300,11 @@ def judge_approval(uow: UnitOfWork, case_id: int, *,
                    by: str) -> tuple[CaseOutcome, repo.DepositRecord, bool]:
     """Check that ``by`` may approve the case's proposal: (proposal, deposit, replayed).
 
-    ``replayed``: ``by`` approved it already (the resolution is returned, nothing changes).
-    Raises SecondAdminRequired for the proposer, CaseResolutionInvalid otherwise.
+    ``replayed``: ``by`` approved it already (the resolution is returned, nothing changes), or
+    the case is resolved as a ``refund`` and ``by`` is not its proposer: the caller then
+    completes the refund's withdrawal request (a replay by its key after a crash between the
+    resolution and the request). Raises SecondAdminRequired for the proposer,
+    CaseResolutionInvalid otherwise.
     """
     repo.lock_case_votes(uow.conn, case_id)
     case = _case(uow, case_id)
@@ -299,17 +320,23 @@ def judge_approval(uow: UnitOfWork, case_id: int, *,
         raise SecondAdminRequired(f"case {case_id} was proposed by {by}: another admin must "
                                   "approve it")
     if case.resolved_by is not None:
+        if current.outcome == "refund":
+            return current, deposit, True
         raise CaseResolutionInvalid(f"case {case_id} is already resolved")
     return current, deposit, False
 
 
 def approve_resolution(uow: UnitOfWork, case_id: int, *, by: str, now: datetime,
-                       return_linked: bool = False) -> CaseOutcome:
+                       return_linked: bool = False,
+                       refund_validated: bool = False) -> CaseOutcome:
     """A second admin approves the proposal, which is carried out in this transaction.
 
     ``capital``: one ledger transaction ``DR suspense / CR custody`` and ``DR treasury /
     CR equity:owner`` referencing the case, the deposit moves to ``capital``. ``return``: the
-    caller has linked the return (``return_linked``), this records the approval.
+    caller has linked the return (``return_linked``), this records the approval. ``refund``:
+    the caller has validated the refund's withdrawal (``refund_validated``); one ledger
+    transaction ``DR suspense / CR user:company:refunds:wallet``; the caller requests the
+    withdrawal after this commits.
     """
     proposal, d, replayed = judge_approval(uow, case_id, by=by)
     if replayed:
@@ -317,9 +344,14 @@ def approve_resolution(uow: UnitOfWork, case_id: int, *, by: str, now: datetime,
     if proposal.outcome == "return" and not return_linked:
         raise CaseResolutionInvalid(f"case {case_id}: a return is approved through the "
                                     "withdrawal's return link (API or CLI), not here")
+    if proposal.outcome == "refund" and not refund_validated:
+        raise CaseResolutionInvalid(f"case {case_id}: a refund is approved through the API "
+                                    "or the CLI, which check its withdrawal first")
     transaction_id = None
     if proposal.outcome == "capital":
         transaction_id = _post_capital(uow, case_id, d, by, proposal.reason, now)
+    elif proposal.outcome == "refund":
+        transaction_id = _post_refund(uow, case_id, d, by, proposal.reason, now)
     repo.insert_case_vote(uow.conn, case_id, "approval", proposal.outcome,
                           proposal.withdrawal_id, proposal.reason, by)
     repo.insert_case_resolution(uow.conn, case_id, None, proposal.proposed_by, proposal.reason,
@@ -355,6 +387,33 @@ def _post_capital(uow: UnitOfWork, case_id: int, d: DepositRecord, by: str, reas
                  evidence={"case_id": case_id, "ledger_transaction_id": posted.transaction_id,
                            "approved_by": by})
     return posted.transaction_id
+
+
+def _post_refund(uow: UnitOfWork, case_id: int, d: DepositRecord, by: str, reason: str,
+                 now: datetime) -> int:
+    """``DR suspense:unattributed / CR user:company:refunds:wallet``, the whole amount: custody
+    is untouched (the money is still on chain) and the company user's withdrawal then pays it
+    out like any user's."""
+    if d.state != S.SUSPENSE or d.asset_code is None or d.amount_minor is None:
+        raise CaseResolutionInvalid(f"case {case_id}: deposit {d.id} is {d.state}, not in "
+                                    "suspense")
+    asset = ledger.get_asset(uow, d.asset_code)
+    wallet, _ = ledger.open_user_accounts(uow, REFUND_USER, asset)
+    posted = ledger.post(uow, Entry(
+        idempotency_key=f"deposit-case:{case_id}:refund", kind="deposit_refund_decided",
+        effective_at=now, source=by, reference=f"case:{case_id}",
+        reason=f"case {case_id}: {reason}",
+        lines=(Line(ledger.open_account(uow, chart.suspense_unattributed(), asset),
+                    d.amount_minor),
+               Line(wallet, -d.amount_minor)),
+        metadata={"case_id": case_id, "deposit_id": d.id, "refund_to": d.from_address}))
+    return posted.transaction_id
+
+
+def record_refund_withdrawal(uow: UnitOfWork, case_id: int, withdrawal_id: int) -> None:
+    """Record the withdrawal that pays a refund-resolved case back to its sender
+    (idempotent)."""
+    repo.insert_case_refund(uow.conn, case_id, withdrawal_id)
 
 
 def resolve_by_return(uow: UnitOfWork, key: repo.Key, *, withdrawal_id: int, by: str,

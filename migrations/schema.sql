@@ -2121,6 +2121,33 @@ COMMENT ON TABLE public.deposit_addresses IS 'Deposit address of each user per c
 
 
 --
+-- Name: deposit_case_refunds; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.deposit_case_refunds (
+    case_id bigint NOT NULL,
+    withdrawal_id bigint NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+
+ALTER TABLE public.deposit_case_refunds OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE deposit_case_refunds; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.deposit_case_refunds IS 'The withdrawal that pays a refund-resolved case back to the transfer''s sender (a withdrawal of the company user company:refunds, request key case:{id}:refund).';
+
+
+--
+-- Name: COLUMN deposit_case_refunds.withdrawal_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposit_case_refunds.withdrawal_id IS 'The withdrawal (withdrawals.id; no foreign key: deposits and withdrawals stay apart).';
+
+
+--
 -- Name: deposit_case_resolutions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2135,7 +2162,7 @@ CREATE TABLE public.deposit_case_resolutions (
     ledger_transaction_id bigint,
     withdrawal_id bigint,
     CONSTRAINT deposit_case_resolutions_approved_by_check CHECK (((length(approved_by) >= 1) AND (length(approved_by) <= 200))),
-    CONSTRAINT deposit_case_resolutions_outcome_check CHECK ((outcome = ANY (ARRAY['capital'::text, 'return'::text]))),
+    CONSTRAINT deposit_case_resolutions_outcome_check CHECK ((outcome = ANY (ARRAY['capital'::text, 'return'::text, 'refund'::text]))),
     CONSTRAINT deposit_case_resolutions_reason_check CHECK ((length(reason) >= 1)),
     CONSTRAINT deposit_case_resolutions_resolved_by_check CHECK (((length(resolved_by) >= 1) AND (length(resolved_by) <= 200)))
 );
@@ -2147,7 +2174,7 @@ ALTER TABLE public.deposit_case_resolutions OWNER TO CURRENT_USER;
 -- Name: COLUMN deposit_case_resolutions.outcome; Type: COMMENT; Schema: public; Owner: CURRENT_USER
 --
 
-COMMENT ON COLUMN public.deposit_case_resolutions.outcome IS 'For an unattributed own-address transfer: capital (ledger_transaction_id moved it from suspense to the treasury) or return (linked to withdrawal_id). NULL for older kinds.';
+COMMENT ON COLUMN public.deposit_case_resolutions.outcome IS 'For an unattributed own-address transfer: capital (ledger_transaction_id moved it from suspense to the treasury), return (linked to withdrawal_id) or refund (ledger_transaction_id moved it from suspense to the company refund wallet; the withdrawal to the sender is in deposit_case_refunds). NULL for older kinds.';
 
 
 --
@@ -2164,7 +2191,7 @@ CREATE TABLE public.deposit_case_votes (
     voted_by text NOT NULL,
     voted_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     CONSTRAINT deposit_case_votes_check CHECK (((outcome = 'return'::text) = (withdrawal_id IS NOT NULL))),
-    CONSTRAINT deposit_case_votes_outcome_check CHECK ((outcome = ANY (ARRAY['capital'::text, 'return'::text]))),
+    CONSTRAINT deposit_case_votes_outcome_check CHECK ((outcome = ANY (ARRAY['capital'::text, 'return'::text, 'refund'::text]))),
     CONSTRAINT deposit_case_votes_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 1000))),
     CONSTRAINT deposit_case_votes_role_check CHECK ((role = ANY (ARRAY['proposal'::text, 'approval'::text]))),
     CONSTRAINT deposit_case_votes_voted_by_check CHECK (((length(voted_by) >= 1) AND (length(voted_by) <= 200)))
@@ -3786,6 +3813,22 @@ ALTER TABLE ONLY public.deposit_addresses
 
 
 --
+-- Name: deposit_case_refunds deposit_case_refunds_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_refunds
+    ADD CONSTRAINT deposit_case_refunds_pkey PRIMARY KEY (case_id);
+
+
+--
+-- Name: deposit_case_refunds deposit_case_refunds_withdrawal_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_refunds
+    ADD CONSTRAINT deposit_case_refunds_withdrawal_id_key UNIQUE (withdrawal_id);
+
+
+--
 -- Name: deposit_case_resolutions deposit_case_resolutions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4421,6 +4464,20 @@ CREATE TRIGGER balance_checkpoints_no_truncate BEFORE TRUNCATE ON public.balance
 
 
 --
+-- Name: deposit_case_refunds deposit_case_refunds_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_refunds_append_only BEFORE DELETE OR UPDATE ON public.deposit_case_refunds FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_case_refunds deposit_case_refunds_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_refunds_no_truncate BEFORE TRUNCATE ON public.deposit_case_refunds FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: deposit_case_resolutions deposit_case_resolutions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4913,6 +4970,14 @@ ALTER TABLE ONLY public.balance_checkpoint_entries
 
 
 --
+-- Name: deposit_case_refunds deposit_case_refunds_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_case_refunds
+    ADD CONSTRAINT deposit_case_refunds_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.deposit_cases(id);
+
+
+--
 -- Name: deposit_case_resolutions deposit_case_resolutions_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5313,6 +5378,13 @@ GRANT SELECT,USAGE ON SEQUENCE public.balance_checkpoints_id_seq TO custody_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.deposit_addresses TO custody_app;
+
+
+--
+-- Name: TABLE deposit_case_refunds; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.deposit_case_refunds TO custody_app;
 
 
 --

@@ -162,8 +162,9 @@ def propose_case(
     principal: AdminScope,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    """``capital`` (company money: suspense to treasury) or ``return`` (to the settled
-    ``withdrawal_id``); another admin approves. ``refund`` is not supported yet (409)."""
+    """``capital`` (company money: suspense to treasury), ``return`` (to the settled
+    ``withdrawal_id``) or ``refund`` (back to the transfer's sender as a withdrawal of the
+    company); another admin approves."""
     ctx = context(request)
 
     def work(key: str) -> tuple[int, CaseDecision]:
@@ -185,11 +186,20 @@ def approve_case(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """By another admin than the proposer (409 ``second_admin_required``); the resolution is
-    carried out: the capital ledger transaction, or the return linked to its withdrawal."""
+    carried out: the capital ledger transaction, the return linked to its withdrawal, or the
+    refund: its withdrawal is checked first (409 ``refund_refused`` changes nothing), then
+    ``DR suspense / CR user:company:refunds:wallet`` is posted and the withdrawal of the
+    received amount minus the policy's ``fee_max`` to the sender is requested (its id is
+    ``withdrawal_id``; the processor pays it like any withdrawal). Approving a refund again,
+    with another key, completes a request that a crash interrupted and never pays twice."""
     ctx = context(request)
 
+    def payouts() -> own_addresses.Payouts:
+        return own_addresses.Payouts(ctx.chains, ctx.withdrawals_config())
+
     def work(key: str) -> tuple[int, CaseDecision]:
-        d = own_addresses.approve_case(ctx.engine, case_id, by=principal.actor, now=ctx.clock())
+        d = own_addresses.approve_case(ctx.engine, case_id, by=principal.actor, now=ctx.clock(),
+                                       payouts=payouts)
         return 201, decision_view(d)
 
     return idempotency.run(request, principal, idempotency_key, "case.approval",

@@ -46,7 +46,10 @@ def case_view(c: CaseRecord) -> Case:
     return Case(id=c.id, kind=c.kind, deposit_id=c.deposit_id,
                 ledger_transaction_id=c.ledger_transaction_id, expected=c.expected,
                 observed=c.observed, opened_at=c.opened_at, resolved_by=c.resolved_by,
-                reversal_transaction_id=c.reversal_transaction_id)
+                reversal_transaction_id=c.reversal_transaction_id, outcome=c.outcome,
+                approved_by=c.approved_by,
+                resolution_transaction_id=c.resolution_transaction_id,
+                withdrawal_id=c.withdrawal_id)
 
 
 def transfer_view(chains: ChainsConfig, e: TimelineEntry) -> Transfer:

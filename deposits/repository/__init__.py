@@ -7,7 +7,7 @@ commit.
 - ``addresses``: deposit addresses and the allocation of derivation indexes.
 - ``accounts``: the ledger accounts deposits book to, opened many at a time.
 - ``cursors``: the watcher's per-chain lock and its cursor of recent blocks.
-- ``cases``: durable cases and their resolutions.
+- ``cases``: durable cases, their resolutions and the withdrawals that pay refunds.
 - ``inbox``: the custody provider's stored notifications.
 - ``own``: our own addresses' side tables: internal transfers, treasury fundings and their
   matches, the votes of two-admin case resolutions.
@@ -31,6 +31,7 @@ from deposits.repository.cases import (
     CaseRecord,
     get_cases,
     insert_case,
+    insert_case_refund,
     insert_case_resolution,
     lock_case,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "inbox_for",
     "insert_addresses",
     "insert_case",
+    "insert_case_refund",
     "insert_case_vote",
     "insert_case_resolution",
     "insert_deposits",

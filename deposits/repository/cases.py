@@ -41,13 +41,15 @@ class CaseRecord:
     opened_at: datetime
     resolved_by: str | None
     reversal_transaction_id: int | None
-    #: ``capital`` or ``return`` for an unattributed own-address transfer, else None.
+    #: ``capital``, ``return`` or ``refund`` for an unattributed own-address transfer, else
+    #: None.
     outcome: str | None = None
     #: The second admin who approved the resolution (None: one person resolved it).
     approved_by: str | None = None
-    #: The ledger transaction that carried out a ``capital`` resolution.
+    #: The ledger transaction that carried out a ``capital`` or ``refund`` resolution.
     resolution_transaction_id: int | None = None
-    #: The withdrawal a ``return`` resolution linked the transfer to.
+    #: The withdrawal a ``return`` resolution linked the transfer to, or the withdrawal that
+    #: pays a ``refund`` back to the sender (None until it is requested).
     withdrawal_id: int | None = None
 
 
@@ -67,8 +69,9 @@ def get_cases(conn: Connection, *, case_id: int | None = None,
         sa.text("SELECT c.id, c.kind, c.deposit_id, c.ledger_transaction_id, c.expected, "
                 "c.observed, c.opened_at, r.resolved_by, r.reversal_transaction_id, r.outcome, "
                 "r.approved_by, r.ledger_transaction_id AS resolution_transaction_id, "
-                "r.withdrawal_id "
+                "COALESCE(r.withdrawal_id, f.withdrawal_id) AS withdrawal_id "
                 "FROM deposit_cases c LEFT JOIN deposit_case_resolutions r ON r.case_id = c.id "
+                "LEFT JOIN deposit_case_refunds f ON f.case_id = c.id "
                 "WHERE (CAST(:i AS bigint) IS NULL OR c.id = :i) "
                 "AND (CAST(:d AS bigint) IS NULL OR c.deposit_id = :d) ORDER BY c.id"),
         {"i": case_id, "d": deposit_id},
@@ -89,4 +92,14 @@ def insert_case_resolution(conn: Connection, case_id: int, reversal_transaction_
                 "withdrawal_id) VALUES (:c, :t, :b, :r, :o, :a, :l, :w)"),
         {"c": case_id, "t": reversal_transaction_id, "b": resolved_by, "r": reason,
          "o": outcome, "a": approved_by, "l": ledger_transaction_id, "w": withdrawal_id},
+    )
+
+
+def insert_case_refund(conn: Connection, case_id: int, withdrawal_id: int) -> None:
+    """Record the withdrawal that pays a refund-resolved case (idempotent: a replayed request
+    names the same withdrawal and writes nothing)."""
+    conn.execute(
+        sa.text("INSERT INTO deposit_case_refunds (case_id, withdrawal_id) VALUES (:c, :w) "
+                "ON CONFLICT (case_id) DO NOTHING"),
+        {"c": case_id, "w": withdrawal_id},
     )

@@ -1,5 +1,6 @@
 """Treasury over HTTP: declared fundings (Idempotency-Key, bad input), two-admin decisions on an
-unattributed transfer to the hot wallet, and a return linked to it resolving its case."""
+unattributed transfer to the hot wallet (capital, refund to the sender), and a return linked to
+it resolving its case."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.engine import Engine
 from chains.model import ObservedTransfer
 from chains.model import parse_finality_rule as rule_of
 from config.uow import UnitOfWork
+from deposits import own
 from deposits import repository as repo
 from deposits import service as deposits
 from deposits.attestors import Attestation, Verdict
@@ -20,6 +22,7 @@ from devtools.config import DEV_HOT_WALLET
 from ledger import service as ledger
 from ledger.integrity import verify
 from tests.api.conftest import FAKE_TOKEN, Api, configs
+from withdrawals import service as withdrawals
 
 SENDER = "0x" + "33" * 20
 FUNDING = {"chain": "devnet", "asset": "ETH", "amount": "2.5", "from_address": SENDER,
@@ -69,6 +72,13 @@ def seed_final_own(api: Api | Engine, amount_minor: int = 4_000_000) -> str:
         uow.commit()
     assert counts["suspense"] == 1
     return tx_hash
+
+
+def refund_counts(api: Api) -> tuple[int, ...]:
+    """Rows of every table a refund writes."""
+    return tuple(count(api, t) for t in ("deposit_case_votes", "deposit_case_resolutions",
+                                         "deposit_case_refunds", "ledger_transactions",
+                                         "withdrawals"))
 
 
 def own_case(api: Api, *, proposed_by: str | None = None) -> int:
@@ -149,13 +159,68 @@ class TestCases:
         assert api.call("GET", "/v1/admin/cases", "sam").json()["items"] == []
         assert verify(api.engine).ok
 
-    def test_refund_not_supported_yet(self, api: Api) -> None:
-        seed_final_own(api)
+    def test_refund_by_two_admins_requests_the_company_withdrawal_once(
+            self, api: Api) -> None:
+        tx = seed_final_own(api)  # 4 USDC from SENDER.
         (case,) = api.call("GET", "/v1/admin/cases", "sam").json()["items"]
-        r = api.call("POST", f"/v1/admin/cases/{case['id']}/proposals", "carol", idem="p",
-                     json={"outcome": "refund", "reason": "send it back"})
-        assert r.status_code == 409 and "not supported yet" in r.json()["detail"]
-        assert count(api, "deposit_case_votes") == 0
+        path = f"/v1/admin/cases/{case['id']}"
+        proposed = api.call("POST", f"{path}/proposals", "carol", idem="p1",
+                            json={"outcome": "refund", "reason": "not ours: send it back"})
+        assert proposed.status_code == 201, proposed.text
+        assert (proposed.json()["state"], proposed.json()["outcome"]) == ("proposed", "refund")
+        before = refund_counts(api)
+        same = api.call("POST", f"{path}/approvals", "carol", idem="a1")
+        assert same.status_code == 409 and same.json()["code"] == "second_admin_required"
+        assert refund_counts(api) == before
+        done = api.call("POST", f"{path}/approvals", "dave", idem="a2")
+        assert done.status_code == 201, done.text
+        body = done.json()
+        assert (body["state"], body["outcome"], body["approved_by"]) == (
+            "resolved", "refund", "dave")
+        w = withdrawals.get_withdrawal(api.engine, body["withdrawal_id"])
+        # Received 4.00 minus the policy's fee_max 2.00; the reserve is the whole 4.00.
+        assert (w.user_id, w.destination, w.amount_minor, w.requested_by, w.request_key) == (
+            own.REFUND_USER, SENDER, 2_000_000, "dave", f"case:{case['id']}:refund")
+        assert balance(api, "suspense:unattributed", "USDC") == 0
+        assert balance(api, f"user:{own.REFUND_USER}:wallet", "USDC") == 0
+        assert balance(api, f"user:{own.REFUND_USER}:withdrawals", "USDC") == 4_000_000
+        # Approving again (another request, another key) replays the same withdrawal.
+        again = api.call("POST", f"{path}/approvals", "dave", idem="a3")
+        assert again.status_code == 201 and again.json()["withdrawal_id"] == w.id
+        assert count(api, "withdrawals") == 1
+        # The case view shows how it was resolved and the withdrawal paying the sender.
+        timeline = api.call("GET", f"/v1/deposits/devnet/{tx}", "sam").json()
+        (shown,) = timeline["transfers"][0]["cases"]
+        assert (shown["outcome"], shown["approved_by"], shown["withdrawal_id"]) == (
+            "refund", "dave", w.id)
+        assert shown["resolution_transaction_id"] == body["ledger_transaction_id"]
+        assert api.call("GET", "/v1/admin/cases", "sam").json()["items"] == []
+        # The refunded transfer left suspense: it cannot also be linked as a return.
+        linked = api.call("POST", f"/v1/admin/withdrawals/{w.id}/returns", "carol", idem="r1",
+                          json={"chain": "devnet", "tx_hash": tx, "position": "log:0",
+                                "amount": "4000000", "reason": "bounced"})
+        assert linked.status_code == 409 and "refunded to its sender" in linked.json()["detail"]
+        assert api.app.state.ctx.find("devnet", tx, "log:0") is None
+        # No client can name the company user.
+        hidden = api.call("GET", f"/v1/users/{own.REFUND_USER}/balances", "acme")
+        assert hidden.status_code in (404, 422)
+        assert verify(api.engine).ok
+
+    def test_refund_that_cannot_be_paid_is_refused_and_changes_nothing(
+            self, api: Api) -> None:
+        seed_final_own(api, 2_500_000)  # 2.50 - 2.00 fee_max = 0.50: below the 1.00 minimum.
+        (case,) = api.call("GET", "/v1/admin/cases", "sam").json()["items"]
+        path = f"/v1/admin/cases/{case['id']}"
+        assert api.call("POST", f"{path}/proposals", "carol", idem="p1", json={
+            "outcome": "refund", "reason": "send it back"}).status_code == 201
+        before = refund_counts(api)
+        refused = api.call("POST", f"{path}/approvals", "dave", idem="a1")
+        assert refused.status_code == 409 and refused.json()["code"] == "refund_refused"
+        assert "below the minimum" in refused.json()["detail"]
+        assert refund_counts(api) == before
+        assert balance(api, "suspense:unattributed", "USDC") == 2_500_000
+        (still,) = api.call("GET", "/v1/admin/cases", "sam").json()["items"]
+        assert still["id"] == case["id"] and still["outcome"] is None
 
     def test_hot_wallet_transfer_is_found_for_a_return_link(self, api: Api) -> None:
         tx = seed_final_own(api)

@@ -101,9 +101,54 @@ def test_cases_resolve_and_approve_by_two_admins(engine: Engine, database_url: s
     done = custody(database_url, api_config, "cases", "approve", str(case_id), "--by", "dave")
     assert done.returncode == 0, done.stderr
     assert "resolved as capital" in done.stdout and "approved by dave" in done.stdout
-    refund = custody(database_url, api_config, "cases", "resolve", str(case_id), "--as",
-                     "refund", "--by", "carol", "--reason", "x")
-    assert refund.returncode == 2 and "not supported yet" in refund.stderr
+    again = custody(database_url, api_config, "cases", "resolve", str(case_id), "--as",
+                    "refund", "--by", "erin", "--reason", "x")
+    assert again.returncode == 2 and "already has a proposal" in again.stderr
+    assert custody(database_url, api_config, "verify").returncode == 0
+
+
+def _case_ids(engine: Engine) -> list[int]:
+    with UnitOfWork(engine) as uow:
+        return [int(i) for i in uow.conn.execute(
+            sa.text("SELECT id FROM deposit_cases ORDER BY id")).scalars()]
+
+
+def test_cases_refund_by_two_admins_and_a_refund_that_cannot_be_paid(
+        engine: Engine, database_url: str, api_config: Path) -> None:
+    open_book(engine)
+    seed_final_own(engine)  # 4.00 USDC: refunded 2.00 (minus the 2.00 fee_max reserve).
+    seed_final_own(engine, 2_500_000)  # 0.50 after the reserve: below the 1.00 minimum.
+    paid, unpaid = _case_ids(engine)
+    for case_id in (paid, unpaid):
+        proposed = custody(database_url, api_config, "cases", "resolve", str(case_id), "--as",
+                           "refund", "--by", "carol", "--reason", "not ours: send it back")
+        assert proposed.returncode == 0 and "refund proposed by carol" in proposed.stdout
+    tables = ("deposit_case_resolutions", "deposit_case_refunds", "ledger_transactions",
+              "withdrawals")
+    before = [count(engine, t) for t in tables]
+    same = custody(database_url, api_config, "cases", "approve", str(paid), "--by", "carol")
+    assert same.returncode == 2
+    assert same.stderr.strip().startswith("error [second_admin_required]:")
+    refused = custody(database_url, api_config, "cases", "approve", str(unpaid), "--by", "dave")
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error [refund_refused]:") and "below the minimum" in line, line
+    assert [count(engine, t) for t in tables] == before
+    done = custody(database_url, api_config, "cases", "approve", str(paid), "--by", "dave")
+    assert done.returncode == 0, done.stderr
+    assert "resolved as refund withdrawal" in done.stdout and "approved by dave" in done.stdout
+    with UnitOfWork(engine) as uow:
+        (wid,) = uow.conn.execute(sa.text("SELECT id FROM withdrawals")).scalars()
+    assert f"withdrawal {wid}" in done.stdout
+    again = custody(database_url, api_config, "cases", "approve", str(paid), "--by", "dave")
+    assert again.returncode == 0 and f"withdrawal {wid}" in again.stdout
+    assert count(engine, "withdrawals") == 1
+    listed = custody(database_url, api_config, "cases", "list", "--all")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [r for r in listed.stdout.splitlines() if "refund" in r and f" {paid} " in r]
+    assert str(wid) in row.split("│")[-2], row
+    still_open = custody(database_url, api_config, "cases", "list")
+    assert "refund" not in still_open.stdout
     assert custody(database_url, api_config, "verify").returncode == 0
 
 
@@ -111,6 +156,9 @@ def test_cases_resolve_and_approve_by_two_admins(engine: Engine, database_url: s
 def test_declared_funding_on_chain_and_treasury_show_equals_the_chain(
         engine: Engine, database_url: str, tmp_path: Path) -> None:
     with AnvilNode.start(slots_in_an_epoch=2) as node:
+        # The configured USDC must exist (the configuration is checked against the node): the
+        # first contract of dev account 0 is at the configuration's token address.
+        node.deploy("TestToken", "USD Coin", "USDC", 6)
         doc = dev_config(rpc_url=node.url, chain="dev", hot_wallet=None,
                          chain_options={"hot_addresses": [HOT]})
         config = tmp_path / "custody.toml"

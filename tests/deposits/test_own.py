@@ -135,16 +135,28 @@ class TestUnattributed:
         assert again.ledger_transaction_id == done.ledger_transaction_id
         assert verify(orig.engine).ok
 
-    def test_refund_is_not_supported_yet(self, orig: OwnRig) -> None:
+    def test_refund_is_approved_only_once_its_withdrawal_was_checked(
+            self, orig: OwnRig) -> None:
         tx = orig.node.send_eth(ALICE, HOT, ETH)
         block = send_and_finalize(orig, tx)
         orig.mine_to(block + 2)
         orig.step()
         (case,) = cases(orig)
+        with UnitOfWork(orig.engine) as uow:
+            proposed = own.propose_resolution(uow, case.id, outcome="refund", by="carol",
+                                              reason="send it back")
+            uow.commit()
+        assert (proposed.state, proposed.outcome) == ("proposed", "refund")
+        # The deposit side alone cannot approve it: the API layer checks the withdrawal to
+        # the sender first (tests/deposits/test_own_refund.py pays one).
+        before = (count(orig, "deposit_case_votes"), count(orig, "ledger_transactions"))
         with UnitOfWork(orig.engine) as uow, pytest.raises(CaseResolutionInvalid,
-                                                           match="not supported yet"):
-            own.propose_resolution(uow, case.id, outcome="refund", by="carol", reason="x")
-        assert count(orig, "deposit_case_votes") == 0
+                                                           match="check its withdrawal"):
+            own.approve_resolution(uow, case.id, by="dave", now=NOW)
+        assert (count(orig, "deposit_case_votes"), count(orig, "ledger_transactions")) == before
+        with UnitOfWork(orig.engine) as uow, pytest.raises(CaseResolutionInvalid,
+                                                           match="capital, return or refund"):
+            own.propose_resolution(uow, case.id, outcome="gift", by="erin", reason="x")
 
     def test_cold_address_token_transfer_classified_the_same_way(self, orig: OwnRig) -> None:
         tx = orig.node.transact(orig.tokens.usdc, "transfer", [COLD, 7_000_000], BOB)
