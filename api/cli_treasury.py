@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from api.console import console, friendly
+from api.console import console, err_console, friendly
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
@@ -47,7 +47,9 @@ def _chains(path: str | None) -> ChainsConfig:
 def expect(
     chain: Annotated[str, typer.Option(help="Chain the funding arrives on.")],
     asset: Annotated[str, typer.Option(help="Ledger asset code (ETH, USDC...).")],
-    amount: Annotated[str, typer.Option(help="Exact amount in the asset's units, e.g. 2.5.")],
+    amount: Annotated[str, typer.Option(help=(
+        "Exact amount in minor units of the asset, digits only (2500000000000000000 for "
+        "2.5 ETH of scale 18); the confirmation shows it as a decimal."))],
     from_address: Annotated[str, typer.Option("--from", help="Sender address (0x...).")],
     reason: Annotated[str, typer.Option(help="Why the company funds the treasury.")],
     key: Annotated[str | None, typer.Option(help="Idempotency key (default: a new one, "
@@ -74,8 +76,12 @@ def expect(
                                        "replayed": replayed}))
         return
     note = " (replayed: declared before under this key)" if replayed else ""
-    console.print(f"funding {found.id}: expecting {amount} {asset} on {chain} from "
-                  f"{found.from_address} (key {idem}){note}", highlight=False)
+    from ledger.model import amount_json
+
+    shown = amount_json(found.amount_minor, chains.assets[found.asset_code].scale)["decimal"]
+    console.print(f"funding {found.id}: expecting {shown} {asset} ({found.amount_minor} minor "
+                  f"units) on {chain} from {found.from_address} (key {idem}){note}",
+                  highlight=False)
 
 
 def _funding_json(chains: ChainsConfig, f: Any) -> dict[str, Any]:
@@ -130,6 +136,7 @@ def _holdings_json(h: AssetHoldings) -> dict[str, Any]:
               "difference": h.difference_minor}
     return {"chain": h.chain, "asset": h.asset, "native": h.native,
             "block_number": h.block_number, "addresses": h.addresses, "exact": h.exact,
+            "unavailable": h.unavailable,
             **{k: None if v is None else amount_json(v, h.scale) for k, v in values.items()}}
 
 
@@ -150,17 +157,31 @@ def show(
     chains = _chains(config)
     names = [chains.chain(chain).name] if chain else None
     rows = [_holdings_json(h) for h in treasury_report(get_engine(), chains, names)]
+    # A chain whose node could not be read: its ledger figures are shown, then one line per
+    # such chain and exit 2 (the report is incomplete).
+    missing = dict.fromkeys(f"chain {r['chain']}: on-chain figures not read: {r['unavailable']}"
+                            for r in rows if r["unavailable"])
     if as_json:
         typer.echo(json.dumps({"items": rows}))
+        _incomplete(list(missing))
         return
     table = Table(title="treasury (on chain at the finalized block)")
     for column in ("chain", "asset", "block", *_FIELDS):
         table.add_column(column.replace("_", " "), justify="left" if column in (
             "chain", "asset") else "right")
     for r in rows:
-        table.add_row(r["chain"], r["asset"], str(r["block_number"]),
+        table.add_row(r["chain"], r["asset"], str(r["block_number"] or "-"),
                       *("-" if r[f] is None else r[f]["decimal"] for f in _FIELDS))
     console.print(table)
+    _incomplete(list(missing))
+
+
+def _incomplete(lines: list[str]) -> None:
+    if lines:
+        for line in lines:
+            err_console.print(f"error [node_unavailable]: {line}", highlight=False,
+                              markup=False, soft_wrap=True)
+        raise typer.Exit(2)
 
 
 def _decision(d: CaseOutcome) -> None:

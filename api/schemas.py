@@ -516,8 +516,8 @@ class FundingCreate(Body):
 
     chain: str = Field(pattern=CHAIN_PATTERN)
     asset: str = Field(pattern=ASSET_PATTERN)
-    #: A decimal string in the asset's units (``"2.5"`` ETH), parsed exactly; never a number.
-    amount: str = Field(min_length=1, max_length=100, examples=["2.5"])
+    #: Minor units of the asset as a string of digits (``"2500000000000000000"`` for 2.5 ETH).
+    amount: MinorUnits
     from_address: str = Field(pattern=ADDRESS_PATTERN)
     reason: Text
 
@@ -577,22 +577,25 @@ class TreasuryAsset(BaseModel):
     chain: str
     asset: str
     native: bool
-    #: The node's finalized block the on-chain figures were read at.
-    block_number: int
+    #: The node's finalized block the on-chain figures were read at (null: not read).
+    block_number: int | None
     treasury: Amount
     #: The gas float (the native asset's treasury balance); null for other assets.
     gas_float: Amount | None
-    hot_onchain: Amount
-    hot_custody: Amount
-    hot_treasury: Amount
+    #: The on-chain figures below are null when the node could not be read (``unavailable``).
+    hot_onchain: Amount | None
+    hot_custody: Amount | None
+    hot_treasury: Amount | None
     #: All our addresses (deposit, hot, cold) on chain at ``block_number``.
-    onchain: Amount
+    onchain: Amount | None
     custody: Amount
     custody_plus_treasury: Amount
     #: ``onchain - custody_plus_treasury``.
-    difference: Amount
+    difference: Amount | None
     addresses: int
     exact: bool
+    #: Why the on-chain figures are missing (the node's error); null when they were read.
+    unavailable: str | None = None
 
 
 class Treasury(BaseModel):

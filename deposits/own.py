@@ -75,6 +75,7 @@ OUTCOMES = ("capital", "return", "refund")
 #: liability in ``verify`` (what is left there, e.g. the unused fee reserve, stays visible).
 REFUND_USER = "company:refunds"
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_MINOR = re.compile(r"[0-9]{1,40}")
 AccountOf = Callable[[chart.AccountSpec, str], Account]
 
 
@@ -162,7 +163,9 @@ def record_internal_transfer(uow: UnitOfWork, key: repo.Key, kind: str, referenc
 
 @dataclass(frozen=True)
 class FundingRequest:
-    """A funding as an operator declares it (amount still the decimal text they typed)."""
+    """A funding as an operator declares it: ``amount`` is the text they gave, an integer string
+    of the asset's minor units (``"2500000000000000000"`` for 2.5 ETH), as every amount the API
+    takes."""
 
     chain: str
     asset: str
@@ -179,8 +182,13 @@ def _checked(config: ChainsConfig, req: FundingRequest) -> dict[str, Any]:
     if req.asset not in listed:
         raise FundingInvalid(f"asset {req.asset!r} is not the native asset or a listed token "
                              f"of {req.chain} ({', '.join(sorted(listed))})")
+    # Digits only: a decimal point, an exponent or a sign is refused rather than read in some
+    # other unit (a funding declared 1000 times too small would never match its transfer).
+    if not _MINOR.fullmatch(req.amount):
+        raise FundingInvalid(f"amount must be an integer string of {req.asset} minor units "
+                             f"(scale {config.assets[req.asset].scale}), got {req.amount[:50]!r}")
     try:
-        amount = parse_units(req.amount, config.assets[req.asset].scale, what="amount")
+        amount = parse_units(req.amount, 0, what="amount")
     except ConfigurationInvalid as exc:
         raise FundingInvalid(exc.message) from None
     if amount <= 0:

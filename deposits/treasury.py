@@ -10,7 +10,9 @@ client (``batch_size_max``). The number of deposit addresses read is bounded
 (``addresses_max``): a chain with more refuses the report rather than giving a partial sum.
 The ledger is then read in one short unit of work. A movement in flight (a payout broadcast,
 not yet final) shows as a difference; the acceptance test compares a quiet system, where the
-difference is exactly zero.
+difference is exactly zero. A chain whose node cannot be read (no answer, no finalized block,
+too many addresses) still gets its ledger figures, with the on-chain ones None and
+``unavailable`` saying why: one node down never hides the other chains' report.
 
 On-chain values are converted to the ledger asset's minor units (token decimals to the asset's
 scale); a value that does not convert exactly is rounded down and the row says ``exact``
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from eth_utils.crypto import keccak
 from sqlalchemy.engine import Engine
 
+from chains.errors import ChainError
 from chains.rpc import RpcCall, from_quantity, to_quantity
 from config.chains import ChainConfig, ChainsConfig
 from config.uow import UnitOfWork
@@ -53,26 +56,28 @@ class AssetHoldings:
     scale: int
     #: The chain's native asset: the treasury's balance is the gas float.
     native: bool
-    #: The node's finalized block the on-chain figures were read at.
-    block_number: int
+    #: The node's finalized block the on-chain figures were read at (None: not read).
+    block_number: int | None
     treasury_minor: int
     #: The gas float: the treasury balance of the native asset (None for other assets).
     gas_float_minor: int | None
-    hot_onchain_minor: int
+    hot_onchain_minor: int | None
     #: Of the hot wallets' balance: customer money (custody) and company money (treasury).
-    hot_custody_minor: int
-    hot_treasury_minor: int
+    hot_custody_minor: int | None
+    hot_treasury_minor: int | None
     #: All our addresses (deposit, hot, cold) on chain at ``block_number``.
-    onchain_minor: int
+    onchain_minor: int | None
     custody_minor: int
     #: ``custody_minor + treasury_minor``.
     ledger_minor: int
     #: ``onchain_minor - ledger_minor``: zero when every unit on chain is accounted for.
-    difference_minor: int
+    difference_minor: int | None
     #: How many of our addresses were read.
     addresses: int
     #: False when an on-chain value did not convert exactly to the ledger scale.
     exact: bool
+    #: Why the on-chain figures are missing (the node's error), None when they were read.
+    unavailable: str | None = None
 
 
 def _convert(value: int, decimals: int, scale: int) -> tuple[int, bool]:
@@ -128,10 +133,13 @@ def chain_report(engine: Engine, config: ChainsConfig, chain: ChainConfig, *,
     with UnitOfWork(engine) as uow:
         deposit = repo.deposit_addresses(uow.conn, chain.family, limit=addresses_max + 1)
     if len(deposit) > addresses_max:
-        raise TreasuryReportUnavailable(f"{chain.name}: more than {addresses_max} deposit "
-                                        "addresses; raise addresses_max")
+        return _ledger_only(engine, config, chain, len(deposit), (
+            f"{chain.name}: more than {addresses_max} deposit addresses; raise addresses_max"))
     addresses = list(dict.fromkeys([*chain.hot_addresses, *chain.cold_addresses, *deposit]))
-    block, onchain = _onchain(config, chain, addresses)
+    try:
+        block, onchain = _onchain(config, chain, addresses)
+    except (ChainError, TreasuryReportUnavailable) as exc:
+        return _ledger_only(engine, config, chain, len(addresses), exc.message)
     rows = []
     with UnitOfWork(engine) as uow:
         for asset, per in onchain.items():
@@ -149,6 +157,26 @@ def chain_report(engine: Engine, config: ChainsConfig, chain: ChainConfig, *,
                 onchain_minor=total, custody_minor=custody, ledger_minor=custody + treasury,
                 difference_minor=total - custody - treasury, addresses=len(addresses),
                 exact=all(e for _, e in per.values())))
+    return rows
+
+
+def _ledger_only(engine: Engine, config: ChainsConfig, chain: ChainConfig, addresses: int,
+                 why: str) -> list[AssetHoldings]:
+    """The rows of a chain whose on-chain figures could not be read: the ledger's only."""
+    assets = list(dict.fromkeys([chain.native_asset, *(t.asset for t in chain.tokens)]))
+    rows = []
+    with UnitOfWork(engine) as uow:
+        for asset in assets:
+            treasury = _ledger_balance(uow, chart.treasury(chain.name).code, asset)
+            custody = _ledger_balance(uow, chart.custody(chain.name).code, asset)
+            native = asset == chain.native_asset
+            rows.append(AssetHoldings(
+                chain=chain.name, asset=asset, scale=config.assets[asset].scale, native=native,
+                block_number=None, treasury_minor=treasury,
+                gas_float_minor=treasury if native else None, hot_onchain_minor=None,
+                hot_custody_minor=None, hot_treasury_minor=None, onchain_minor=None,
+                custody_minor=custody, ledger_minor=custody + treasury, difference_minor=None,
+                addresses=addresses, exact=True, unavailable=why))
     return rows
 
 

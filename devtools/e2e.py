@@ -298,10 +298,10 @@ class Scenario:
         from devtools.anvil import DEV_ACCOUNTS
 
         node, funder = self.chain.node, DEV_ACCOUNTS[0]
-        for asset, amount in (("ETH", "10"), ("USDC", "1000")):
+        for asset, amount in (("ETH", 10 * ETH), ("USDC", 1_000 * USDC)):
             self._ok(self.admin.post(
                 "/v1/admin/treasury/fundings", headers={"Idempotency-Key": f"demo-capital-{asset}"},
-                json={"chain": CHAIN, "asset": asset, "amount": amount, "from_address": funder,
+                json={"chain": CHAIN, "asset": asset, "amount": str(amount), "from_address": funder,
                       "reason": "demo: company capital for gas and payouts"}), 201)
         self.fundings["ETH"] = node.send_eth(funder, self.chain.hot, 10 * ETH)
         self.fundings["USDC"] = node.transact(

@@ -15,9 +15,10 @@ from fastapi.responses import JSONResponse
 from api import idempotency, own_addresses
 from api.auth import AdminScope, StaffReader
 from api.idempotency import IdempotencyKey
-from api.problems import ApiError, RequestInvalid
+from api.problems import RequestInvalid
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
 from api.schemas import (
+    Amount,
     CaseDecision,
     CaseProposalCreate,
     Funding,
@@ -27,7 +28,6 @@ from api.schemas import (
     TreasuryAsset,
     amount,
 )
-from chains.errors import ChainError
 from config.chains import ChainsConfig
 from config.uow import run_in_transaction
 from deposits import own
@@ -44,14 +44,6 @@ class FundingRequestInvalid(RequestInvalid):
     """A funding with an unknown chain or asset, a bad amount or address (422)."""
 
     code = "funding_invalid"
-
-
-class NodeUnavailable(ApiError):
-    """The chain's node did not answer the treasury report's reads (503, retry later)."""
-
-    code = "node_unavailable"
-    status = 503
-    retryable = True
 
 
 def funding_view(chains: ChainsConfig, f: own.FundingRecord) -> Funding:
@@ -84,8 +76,8 @@ def declare_funding(
 ) -> JSONResponse:
     """Once a final transfer of exactly ``amount`` of ``asset`` from ``from_address`` reaches
     one of our hot or cold addresses on ``chain``, it is booked ``DR treasury:{chain} /
-    CR equity:owner`` (oldest unmatched funding first, each matched once). ``amount`` is a
-    decimal string in the asset's units."""
+    CR equity:owner`` (oldest unmatched funding first, each matched once). ``amount`` is an
+    integer string of the asset's minor units, as every amount of this API."""
     ctx = context(request)
     req = own.FundingRequest(body.chain, body.asset, body.amount, body.from_address,
                              body.reason)
@@ -122,14 +114,18 @@ def list_fundings(
 def holdings_view(h: AssetHoldings) -> TreasuryAsset:
     """One row of the treasury report."""
     s = h.scale
+
+    def maybe(minor: int | None) -> Amount | None:
+        return None if minor is None else amount(minor, s)
+
     return TreasuryAsset(
         chain=h.chain, asset=h.asset, native=h.native, block_number=h.block_number,
-        treasury=amount(h.treasury_minor, s),
-        gas_float=None if h.gas_float_minor is None else amount(h.gas_float_minor, s),
-        hot_onchain=amount(h.hot_onchain_minor, s), hot_custody=amount(h.hot_custody_minor, s),
-        hot_treasury=amount(h.hot_treasury_minor, s), onchain=amount(h.onchain_minor, s),
+        treasury=amount(h.treasury_minor, s), gas_float=maybe(h.gas_float_minor),
+        hot_onchain=maybe(h.hot_onchain_minor), hot_custody=maybe(h.hot_custody_minor),
+        hot_treasury=maybe(h.hot_treasury_minor), onchain=maybe(h.onchain_minor),
         custody=amount(h.custody_minor, s), custody_plus_treasury=amount(h.ledger_minor, s),
-        difference=amount(h.difference_minor, s), addresses=h.addresses, exact=h.exact)
+        difference=maybe(h.difference_minor), addresses=h.addresses, exact=h.exact,
+        unavailable=h.unavailable)
 
 
 @router.get("/treasury", response_model=Treasury, responses=problems(*AUTHED),
@@ -143,13 +139,11 @@ def show_treasury(
     hot wallets' balance at the node's finalized block split into customer money (custody)
     and company money (treasury), and the holdings of all our addresses next to
     ``custody + treasury`` with the difference. Reads the node: no database transaction is
-    open meanwhile. A node that does not answer: 503 ``node_unavailable``."""
+    open meanwhile. A chain whose node cannot be read keeps its ledger figures; its on-chain
+    ones are null and ``unavailable`` says why."""
     ctx = context(request)
     names = [ctx.chain(chain).name] if chain else None
-    try:
-        rows = treasury_report(ctx.engine, ctx.chains, names)
-    except ChainError as exc:
-        raise NodeUnavailable(f"the node did not answer: {exc.message}") from None
+    rows = treasury_report(ctx.engine, ctx.chains, names)
     return Treasury(items=[holdings_view(h) for h in rows])
 
 

@@ -25,8 +25,8 @@ from tests.api.conftest import FAKE_TOKEN, Api, configs
 from withdrawals import service as withdrawals
 
 SENDER = "0x" + "33" * 20
-FUNDING = {"chain": "devnet", "asset": "ETH", "amount": "2.5", "from_address": SENDER,
-           "reason": "seed capital"}
+FUNDING = {"chain": "devnet", "asset": "ETH", "amount": "2500000000000000000",  # 2.5 ETH
+           "from_address": SENDER, "reason": "seed capital"}
 
 
 def count(api: Api, table: str) -> int:
@@ -119,8 +119,10 @@ class TestFundings:
         changes: list[tuple[dict[str, object], str]] = [
                              ({"chain": "nochain"}, "funding_invalid"),
                              ({"asset": "DOGE"}, "funding_invalid"),
-                             ({"amount": "abc"}, "funding_invalid"),
-                             ({"amount": "1e3"}, "funding_invalid"),
+                             ({"amount": "abc"}, "request_invalid"),
+                             ({"amount": "1e3"}, "request_invalid"),
+                             ({"amount": "2.5"}, "request_invalid"),  # not minor units
+                             ({"amount": "-1"}, "request_invalid"),
                              ({"amount": "0"}, "funding_invalid"),
                              ({"amount": 2.5}, "request_invalid"),
                              ({"from_address": "0x12"}, "request_invalid")]
@@ -133,6 +135,25 @@ class TestFundings:
         assert api.call("POST", "/v1/admin/treasury/fundings", "acme", idem="x",
                         json=FUNDING).status_code == 403
         assert count(api, "treasury_fundings") == 0
+
+
+class TestReport:
+    def test_a_node_that_cannot_be_read_leaves_the_ledger_figures_and_says_why(
+            self, api: Api) -> None:
+        # This app's chain points at a port where no node listens.
+        own_case(api)  # 4 USDC booked to custody on chain devnet, waiting in suspense
+        r = api.call("GET", "/v1/admin/treasury", "carol")
+        assert r.status_code == 200, r.text
+        rows = {row["asset"]: row for row in r.json()["items"]}
+        assert set(rows) == {"ETH", "USDC"}
+        usdc = rows["USDC"]
+        assert usdc["custody"]["minor"] == "4000000"
+        assert usdc["custody_plus_treasury"]["minor"] == "4000000"
+        for field in ("onchain", "difference", "hot_onchain", "hot_custody", "hot_treasury",
+                      "block_number"):
+            assert usdc[field] is None, field
+        assert "did not answer" in usdc["unavailable"] or "no answer" in usdc["unavailable"]
+        assert rows["ETH"]["gas_float"] is not None  # the ledger's, node or not
 
 
 class TestCases:

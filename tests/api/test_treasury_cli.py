@@ -46,7 +46,8 @@ def api_config(tmp_path: Path) -> Path:
     return path
 
 
-EXPECT = ["treasury", "expect", "--chain", "devnet", "--asset", "ETH", "--amount", "1.5",
+EXPECT = ["treasury", "expect", "--chain", "devnet", "--asset", "ETH", "--amount",
+          "1500000000000000000",
           "--from", "0x" + "55" * 20, "--reason", "seed capital"]
 
 
@@ -66,11 +67,13 @@ def test_expect_replay_conflict_and_bad_input(engine: Engine, database_url: str,
     again = custody(database_url, api_config, *EXPECT, "--key", "k1", "--json")
     assert json.loads(again.stdout)["id"] == declared["id"] and json.loads(again.stdout)[
         "replayed"]
-    other = custody(database_url, api_config, *_with(EXPECT, "--amount", "2"), "--key", "k1")
+    other = custody(database_url, api_config, *_with(EXPECT, "--amount", "2000000000000000000"),
+                    "--key", "k1")
     assert other.returncode == 2
     assert other.stderr.strip().startswith("error [funding_key_reused]:")
     for option, value in [("--chain", "nochain"), ("--asset", "DOGE"), ("--amount", "abc"),
-                          ("--amount", "1e3"), ("--amount", "-1"), ("--from", "0x1234")]:
+                          ("--amount", "1e3"), ("--amount", "-1"), ("--amount", "1.5"),
+                          ("--from", "0x1234")]:
         bad = custody(database_url, api_config, *_with(EXPECT, option, value))
         assert bad.returncode == 2, (option, value, bad.stdout)
         (line,) = bad.stderr.strip().splitlines()
@@ -164,8 +167,8 @@ def test_declared_funding_on_chain_and_treasury_show_equals_the_chain(
         config = tmp_path / "custody.toml"
         config.write_text(to_toml(doc))
         expect = custody(database_url, config, "treasury", "expect", "--chain", "dev",
-                         "--asset", "ETH", "--amount", "2.5", "--from", ALICE, "--reason",
-                         "seed capital", "--key", "seed-1")
+                         "--asset", "ETH", "--amount", str(25 * 10**17), "--from", ALICE,
+                         "--reason", "seed capital", "--key", "seed-1")
         assert expect.returncode == 0, expect.stderr
         node.send_eth(ALICE, HOT, 25 * 10**17)
         node.mine(10)  # Final under confirmations:3 and at or below the finalized block.
@@ -189,3 +192,18 @@ def test_declared_funding_on_chain_and_treasury_show_equals_the_chain(
         unknown = custody(database_url, config, "treasury", "show", "--chain", "nochain")
         assert unknown.returncode == 2 and unknown.stderr.startswith("error [")
     assert configs()  # The API configuration stays valid with hot addresses derived.
+
+
+def test_show_without_a_node_prints_the_ledger_figures_then_one_line_and_exits_2(
+        database_url: str, api_config: Path) -> None:
+    # api_config's chain points at a port where no node listens.
+    shown = custody(database_url, api_config, "treasury", "show")
+    assert shown.returncode == 2
+    assert "ETH" in shown.stdout and "USDC" in shown.stdout  # the ledger's figures, shown
+    (line,) = shown.stderr.strip().splitlines()
+    assert line.startswith("error [node_unavailable]: chain devnet: on-chain figures not read:")
+    as_json = custody(database_url, api_config, "treasury", "show", "--json")
+    assert as_json.returncode == 2
+    rows = json.loads(as_json.stdout)["items"]
+    assert {r["asset"] for r in rows} == {"ETH", "USDC"}
+    assert all(r["onchain"] is None and r["unavailable"] for r in rows)

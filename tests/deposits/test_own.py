@@ -63,7 +63,8 @@ def cases(rig: Rig) -> list[repo.CaseRecord]:
         return repo.get_cases(uow.conn)
 
 
-def declare(rig: OwnRig, *, amount: str = "2", key: str = "k1", asset: str = "ETH",
+def declare(rig: OwnRig, *, amount: str = str(2 * 10**18), key: str = "k1",
+            asset: str = "ETH",
             chain: str = "dev", sender: str = ALICE) -> tuple[repo.FundingRecord, bool]:
     """Declare a funding through the service."""
     with UnitOfWork(rig.engine) as uow:
@@ -203,7 +204,7 @@ class TestInternal:
 
 class TestFundings:
     def test_declared_funding_booked_as_capital_at_finality(self, orig: OwnRig) -> None:
-        funding, replayed = declare(orig, amount="2.5")
+        funding, replayed = declare(orig, amount=str(25 * ETH // 10))
         assert not replayed and funding.amount_minor == 25 * ETH // 10
         tx = orig.node.send_eth(ALICE, HOT, 25 * ETH // 10)
         block = send_and_finalize(orig, tx)
@@ -221,7 +222,7 @@ class TestFundings:
         assert verify(orig.engine).ok
 
     def test_each_funding_matched_once_second_transfer_unattributed(self, orig: OwnRig) -> None:
-        declare(orig, amount="1")
+        declare(orig, amount=str(ETH))
         first = orig.node.send_eth(ALICE, HOT, ETH)
         second = orig.node.send_eth(ALICE, HOT, ETH)
         block = send_and_finalize(orig, second)
@@ -232,20 +233,21 @@ class TestFundings:
         assert len(cases(orig)) == 1
 
     def test_declared_twice_under_one_key(self, orig: OwnRig) -> None:
-        first, _ = declare(orig, amount="1")
-        again, replayed = declare(orig, amount="1")
+        first, _ = declare(orig, amount=str(ETH))
+        again, replayed = declare(orig, amount=str(ETH))
         assert replayed and again.id == first.id
         with pytest.raises(FundingKeyReused):
-            declare(orig, amount="2")
+            declare(orig, amount=str(2 * ETH))
         assert count(orig, "treasury_fundings") == 1
 
     @pytest.mark.parametrize(("field", "value"), [
         ("chain", "nochain"), ("asset", "DOGE"), ("amount", "1e5"), ("amount", "abc"),
         ("amount", "0"), ("amount", "-1"), ("amount", "0.0000000000000000001"),
+        ("amount", "2.5"), ("amount", "1,000"), ("amount", " 1"),
         ("sender", "0x1234"),
     ])
     def test_bad_input_changes_nothing(self, orig: OwnRig, field: str, value: str) -> None:
-        args = {"chain": "dev", "asset": "ETH", "amount": "1", "sender": ALICE}
+        args = {"chain": "dev", "asset": "ETH", "amount": str(ETH), "sender": ALICE}
         args[field] = value
         with pytest.raises(FundingInvalid):
             declare(orig, **args)
@@ -257,7 +259,7 @@ class TestTreasuryReport:
             self, orig: OwnRig) -> None:
         from deposits.treasury import treasury_report
 
-        declare(orig, amount="2.5")
+        declare(orig, amount=str(25 * ETH // 10))
         user = orig.user("alice")
         funding = orig.node.send_eth(ALICE, HOT, 25 * ETH // 10)
         orig.node.send_eth(BOB, user, ETH)

@@ -260,7 +260,7 @@ def test_fresh_install_funds_the_treasury_on_chain_and_settles_a_withdrawal(
 def _story(install: Install, node: Node, api: httpx.Client, admin: httpx.Client,
            hot: str) -> None:
     # The operator declares the company's capital before sending it on chain.
-    install.run("treasury", "expect", "--chain", CHAIN, "--asset", "ETH", "--amount", "1",
+    install.run("treasury", "expect", "--chain", CHAIN, "--asset", "ETH", "--amount", str(ETH),
                 "--from", FUNDER, "--reason", "seed capital for gas", "--key", "seed-1")
     funding_tx = node.send_eth(FUNDER, hot, ETH)
     node.mine(1)
