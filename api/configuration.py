@@ -10,11 +10,7 @@ reads its configuration before anything else.
 
 from __future__ import annotations
 
-import os
-import tomllib
-
-from config.chains import CONFIG_ENV, ChainsConfig
-from config.errors import ConfigurationInvalid
+from config.chains import ChainsConfig, read_config_document
 from config.withdrawals import WithdrawalsConfig, parse_withdrawals_config
 
 
@@ -23,14 +19,7 @@ def load_withdrawals_if_present(chains: ChainsConfig,
     """The ``[withdrawals]`` table of the configuration file (``path`` or
     ``$CUSTODY_CONFIG``), validated against ``chains``; None when the file has none (a
     deposits-only deployment). A table that is there but wrong is ConfigurationInvalid."""
-    chosen = path if path is not None else os.environ.get(CONFIG_ENV)
-    if not chosen:
-        raise ConfigurationInvalid(f"no configuration: set {CONFIG_ENV}")
-    try:
-        with open(chosen, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigurationInvalid(f"cannot read configuration {chosen}: {exc}") from exc
+    data = read_config_document(path)
     if "withdrawals" not in data:
         return None
     return parse_withdrawals_config(data, chains)

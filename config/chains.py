@@ -330,14 +330,19 @@ def parse_chains_config(data: Mapping[str, Any]) -> ChainsConfig:
     return ChainsConfig(assets=assets, chains=chains, address_sources=sources)
 
 
-def load_chains_config(path: str | Path | None = None) -> ChainsConfig:
-    """Load the chain configuration from ``path`` or ``$CUSTODY_CONFIG``."""
+def read_config_document(path: str | Path | None = None) -> dict[str, Any]:
+    """The configuration file ``path`` (default ``$CUSTODY_CONFIG``) as a parsed TOML
+    document, or ConfigurationInvalid: the one reader of that file."""
     chosen = path if path is not None else os.environ.get(CONFIG_ENV)
     if not chosen:
-        raise ConfigurationInvalid(f"no chain configuration: set {CONFIG_ENV}")
+        raise ConfigurationInvalid(f"no configuration file: set {CONFIG_ENV}")
     try:
         with open(chosen, "rb") as f:
-            data = tomllib.load(f)
+            return tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigurationInvalid(f"cannot read chain configuration {chosen}: {exc}") from exc
-    return parse_chains_config(data)
+        raise ConfigurationInvalid(f"cannot read configuration {chosen}: {exc}") from exc
+
+
+def load_chains_config(path: str | Path | None = None) -> ChainsConfig:
+    """Load the chain configuration from ``path`` or ``$CUSTODY_CONFIG``."""
+    return parse_chains_config(read_config_document(path))

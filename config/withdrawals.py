@@ -18,15 +18,13 @@ wallet's real balance (see ``withdrawals.model``). Finer ledger scales are fine 
 
 from __future__ import annotations
 
-import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from config.chains import CONFIG_ENV, ChainsConfig, parse_units
+from config.chains import ChainsConfig, parse_units, read_config_document
 from config.errors import ConfigurationInvalid
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -260,12 +258,4 @@ def parse_withdrawals_config(data: Mapping[str, Any], chains: ChainsConfig) -> W
 def load_withdrawals_config(chains: ChainsConfig,
                             path: str | Path | None = None) -> WithdrawalsConfig:
     """Load the ``[withdrawals]`` section from ``path`` or ``$CUSTODY_CONFIG``."""
-    chosen = path if path is not None else os.environ.get(CONFIG_ENV)
-    if not chosen:
-        raise ConfigurationInvalid(f"no configuration file: set {CONFIG_ENV}")
-    try:
-        with open(chosen, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigurationInvalid(f"cannot read configuration {chosen}: {exc}") from exc
-    return parse_withdrawals_config(data, chains)
+    return parse_withdrawals_config(read_config_document(path), chains)

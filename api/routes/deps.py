@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 
-from api.own_addresses import DepositTransfers
+from api.own_addresses import DepositTransfers, OurAddresses
 from api.problems import ChainUnknown, WithdrawalsNotConfigured
 from api.ratelimit import RateLimits
 from config.chains import ChainConfig, ChainsConfig
@@ -113,13 +113,7 @@ class ApiContext:
     def is_own(self, chain: str, address: str) -> bool:
         """Whether ``address`` is one of our addresses on ``chain``: a hot or cold address,
         or a deposit address."""
-        found = self.chains.chains.get(chain)
-        if found is None:
-            return False
-        if found.address_kind(address) is not None:
-            return True
-        with UnitOfWork(self.engine) as uow:
-            return deposits.is_deposit_address(uow, found.family, address)
+        return OurAddresses(self.engine, self.chains).is_own(chain, address)
 
     def find(self, chain: str, tx_hash: str, position: str) -> IncomingTransfer | None:
         """The incoming transfer with this deposit key, as the deposit histories know it
