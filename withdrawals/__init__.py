@@ -5,13 +5,13 @@ Design in brief (DESIGN.md section 6):
 - ``model`` is the pure core: the states, the one ``transition`` table, request validation,
   exact unit conversions (ledger scale <-> on-chain decimals), fee caps and the decisions of the
   tracking ladder. No database, no web3, no clock reads.
-- ``service`` holds the use cases that need no chain call (request and reserve, approvals,
-  cancel, write-off votes, returns, open items, the timeline). Every state change goes through
-  ``model.transition`` and is written with its history row and its ledger entries in one unit
-  of work.
-- ``processor`` is the chain side: one bounded ``step`` per chain signs reserved withdrawals
-  (nonce and fee caps committed first, state ``signing``; the signer called outside any
-  transaction; the attempt committed before it is sent), sends, tracks every
+- ``service/`` holds the use cases that need no chain call (request and reserve, approvals,
+  cancel, write-off votes, returns, open items, the timeline), one module per concern. Every
+  state change goes through ``model.transition`` and is written with its history row and its
+  ledger entries in one unit of work.
+- ``processor/`` is the chain side, one module per phase: one bounded ``step`` per chain signs
+  reserved withdrawals (nonce and fee caps committed first, state ``signing``; the signer
+  called outside any transaction; the attempt committed before it is sent), sends, tracks every
   attempt to finality, settles on a final receipt, books gas as the company's expense, bumps
   stuck transactions (same nonce, higher fees) and closes nonces that a payout no longer needs
   with a zero-value self-transfer (a "cancel" transaction).
