@@ -75,6 +75,17 @@ def declare(rig: OwnRig, *, amount: str = str(2 * 10**18), key: str = "k1",
     return found
 
 
+def unattributed_case(rig: OwnRig, value: int) -> tuple[str, repo.CaseRecord]:
+    """An undeclared ETH transfer to the hot wallet, final and booked to suspense: its hash
+    and its case."""
+    tx = rig.node.send_eth(ALICE, HOT, value)
+    block = send_and_finalize(rig, tx)
+    rig.mine_to(block + 2)
+    rig.step()
+    (case,) = cases(rig)
+    return tx, case
+
+
 def send_and_finalize(rig: OwnRig, tx: str) -> int:
     """Mine the transaction's block, step (not final yet), then make it final and step."""
     rig.node.mine(1)
@@ -105,11 +116,7 @@ class TestUnattributed:
         assert verify(orig.engine).ok
 
     def test_resolved_as_capital_by_two_admins_same_admin_refused(self, orig: OwnRig) -> None:
-        tx = orig.node.send_eth(ALICE, HOT, 2 * ETH)
-        block = send_and_finalize(orig, tx)
-        orig.mine_to(block + 2)
-        orig.step()
-        (case,) = cases(orig)
+        tx, case = unattributed_case(orig, 2 * ETH)
         with UnitOfWork(orig.engine) as uow:
             proposed = own.propose_resolution(uow, case.id, outcome="capital", by="carol",
                                               reason="owner's top-up, not declared")
@@ -138,11 +145,7 @@ class TestUnattributed:
 
     def test_refund_is_approved_only_once_its_withdrawal_was_checked(
             self, orig: OwnRig) -> None:
-        tx = orig.node.send_eth(ALICE, HOT, ETH)
-        block = send_and_finalize(orig, tx)
-        orig.mine_to(block + 2)
-        orig.step()
-        (case,) = cases(orig)
+        tx, case = unattributed_case(orig, ETH)
         with UnitOfWork(orig.engine) as uow:
             proposed = own.propose_resolution(uow, case.id, outcome="refund", by="carol",
                                               reason="send it back")

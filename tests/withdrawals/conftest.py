@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from config.chains import ChainsConfig
@@ -144,3 +145,11 @@ def write_config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "custody.toml"
     path.write_text(text)
     return path
+
+
+def alert_subjects(owner: Engine, kind: str) -> list[str]:
+    """The withdrawal ids of the ``alert.<kind>`` outbox events, oldest first."""
+    with owner.connect() as conn:
+        return list(conn.execute(sa.text(
+            "SELECT payload->>'withdrawal_id' FROM outbox_events WHERE type = :t ORDER BY id"),
+            {"t": f"alert.{kind}"}).scalars())

@@ -22,7 +22,7 @@ from withdrawals import model, service
 from withdrawals.model import Event, State
 
 from .chainkit import Devnet, start_devnet
-from .conftest import T0, SetOwnAddresses, balance, fund, open_book, req
+from .conftest import T0, SetOwnAddresses, alert_subjects, balance, fund, open_book, req
 
 
 class TestFitGasFloat:
@@ -79,13 +79,6 @@ def max_fee_per_gas(devnet: Devnet) -> int:
                                   hot.max_fee_per_gas_cap_wei).max_fee_per_gas
 
 
-def gas_float_alerts(owner: Engine) -> list[str]:
-    with owner.connect() as conn:
-        return list(conn.execute(sa.text(
-            "SELECT payload->>'withdrawal_id' FROM outbox_events "
-            "WHERE type = 'alert.gas_float_low' ORDER BY id")).scalars())
-
-
 @pytest.mark.anvil
 class TestGasFloat:
     def test_empty_treasury_waits_then_settles_once_funded(
@@ -117,7 +110,7 @@ class TestGasFloat:
         assert len(alerts) == 1 and "gas float low" in alerts[0].getMessage()
         assert withdrawal_alerts(engine, "devnet", limit=10) == 1
         assert withdrawal_alerts(engine, "devnet", limit=10) == 0  # once per withdrawal
-        assert gas_float_alerts(owner) == [str(w.id)]
+        assert alert_subjects(owner, "gas_float_low") == [str(w.id)]
         with owner.connect() as conn:  # the wait is no news for the client
             assert conn.execute(sa.text(
                 "SELECT type FROM outbox_events WHERE type LIKE 'withdrawal.%' ORDER BY id")

@@ -22,7 +22,17 @@ from withdrawals import errors, model, service
 from withdrawals.model import Effect, Event, State
 
 from .chainkit import Devnet, start_devnet
-from .conftest import ALICE, CAROL, T0, SetOwnAddresses, balance, fund, open_book, req
+from .conftest import (
+    ALICE,
+    CAROL,
+    T0,
+    SetOwnAddresses,
+    alert_subjects,
+    balance,
+    fund,
+    open_book,
+    req,
+)
 from .conftest import write_config as write_config_file
 from .test_returns_cli import custody_cli
 
@@ -80,13 +90,6 @@ def stray_release(engine: Engine, user: str) -> int:
     return posted.transaction_id
 
 
-def held_alerts(owner: Engine) -> list[str]:
-    with owner.connect() as conn:
-        return list(conn.execute(sa.text(
-            "SELECT payload->>'withdrawal_id' FROM outbox_events "
-            "WHERE type = 'alert.withdrawal_held' ORDER BY id")).scalars())
-
-
 @pytest.mark.anvil
 class TestHolds:
     def test_one_poisoned_among_twenty_is_held_and_the_others_settle(
@@ -125,7 +128,7 @@ class TestHolds:
         assert len(critical) == 1
         assert "custody withdrawal retry" in critical[0].getMessage()
         assert withdrawal_alerts(engine, "devnet", limit=50) == 1
-        assert held_alerts(owner) == [str(poisoned)]
+        assert alert_subjects(owner, "withdrawal_held") == [str(poisoned)]
         # Nothing booked for it (the failing transaction rolled back): the reserve is open.
         assert [t.idempotency_key for t in tl.transactions] == [f"withdrawal:{poisoned}:reserve"]
         assert poisoned in {i.row.withdrawal_id for i in service.open_items(
