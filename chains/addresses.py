@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from eth_account import Account
 from eth_account.hdaccount import seed_from_mnemonic
+from eth_account.signers.local import LocalAccount
 from eth_keys.backends.native.ecdsa import decompress_public_key
 from eth_keys.backends.native.jacobian import fast_add, fast_multiply
 from eth_keys.constants import SECPK1_G, SECPK1_N
@@ -64,9 +65,14 @@ class MnemonicAddressSource:
 
     def address_for(self, index: int) -> str:
         """The EIP-55 address at :meth:`path_for` ``(index)``."""
-        acct = Account.from_mnemonic(self._mnemonic, passphrase=self._passphrase,
-                                     account_path=self.path_for(index))
-        return str(acct.address)
+        return str(self.account_for(index).address)
+
+    def account_for(self, index: int) -> LocalAccount:
+        """The key at :meth:`path_for` ``(index)``: for the development signer of deposit
+        addresses (``outgoing.signer.MnemonicAddressSigners``); never logged or stored."""
+        account: LocalAccount = Account.from_mnemonic(
+            self._mnemonic, passphrase=self._passphrase, account_path=self.path_for(index))
+        return account
 
 
 # --------------------------------------------------------------------------- BIP-32 helpers

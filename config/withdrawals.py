@@ -8,7 +8,7 @@ here; a value with more decimals than the asset's scale is refused, never rounde
 is validated against the chain configuration (the chain exists, the token is listed there, its
 on-chain decimals are known) and returned as frozen values. No secret is read here: the hot
 wallet's key (a local signer) or a remote signer's URL carrying a credential is named by an
-environment variable that only ``withdrawals.signer`` reads.
+environment variable that only ``outgoing.signer`` reads.
 
 A hot wallet is refused when its chain's native asset has a ledger scale coarser than the
 chain's native decimals: the gas it pays is a fact in the chain's smallest unit (wei) that the

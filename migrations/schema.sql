@@ -1251,7 +1251,7 @@ BEGIN
   END IF;
   SELECT * INTO w FROM withdrawals WHERE id = NEW.withdrawal_id;
   IF NEW.attempt_id IS NOT NULL THEN
-    SELECT a.tx_hash INTO hash FROM withdrawal_attempts a WHERE a.id = NEW.attempt_id;
+    SELECT a.tx_hash INTO hash FROM outgoing_attempts a WHERE a.id = NEW.attempt_id;
   END IF;
   PERFORM outbox_withdrawal_event_write(w, NEW, hash);
   RETURN NULL;
@@ -2095,6 +2095,147 @@ ALTER SEQUENCE public.balance_checkpoints_id_seq OWNED BY public.balance_checkpo
 
 
 --
+-- Name: cold_transfer_approvals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.cold_transfer_approvals (
+    cold_transfer_id bigint NOT NULL,
+    approver text NOT NULL,
+    decision text NOT NULL,
+    reason text,
+    decided_at timestamp with time zone NOT NULL,
+    CONSTRAINT cold_transfer_approvals_approver_check CHECK (((length(approver) >= 1) AND (length(approver) <= 200))),
+    CONSTRAINT cold_transfer_approvals_decision_check CHECK ((decision = ANY (ARRAY['approve'::text, 'reject'::text])))
+);
+
+
+ALTER TABLE public.cold_transfer_approvals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE cold_transfer_approvals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.cold_transfer_approvals IS 'One decision per admin per cold transfer (a second one by the same admin is refused).';
+
+
+--
+-- Name: cold_transfer_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.cold_transfer_events (
+    id bigint NOT NULL,
+    cold_transfer_id bigint NOT NULL,
+    from_state text,
+    to_state text NOT NULL,
+    event text NOT NULL,
+    reason text,
+    evidence jsonb DEFAULT '{}'::jsonb NOT NULL,
+    actor text NOT NULL,
+    ledger_transaction_id bigint,
+    attempt_id bigint,
+    occurred_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+
+ALTER TABLE public.cold_transfer_events OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE cold_transfer_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.cold_transfer_events IS 'The append-only history of each cold transfer.';
+
+
+--
+-- Name: cold_transfer_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.cold_transfer_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.cold_transfer_events_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: cold_transfer_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.cold_transfer_events_id_seq OWNED BY public.cold_transfer_events.id;
+
+
+--
+-- Name: cold_transfers; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.cold_transfers (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    asset text NOT NULL,
+    token text,
+    sender text NOT NULL,
+    destination text NOT NULL,
+    amount numeric(78,0) NOT NULL,
+    approvals_required integer NOT NULL,
+    proposed_by text NOT NULL,
+    reason text NOT NULL,
+    state text NOT NULL,
+    state_reason text,
+    nonce bigint,
+    gas_limit bigint NOT NULL,
+    landed_attempt_id bigint,
+    gas_paid numeric(78,0),
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT cold_transfers_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT cold_transfers_approvals_required_check CHECK (((approvals_required >= 1) AND (approvals_required <= 2))),
+    CONSTRAINT cold_transfers_destination_check CHECK ((destination ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT cold_transfers_gas_limit_check CHECK ((gas_limit > 0)),
+    CONSTRAINT cold_transfers_gas_paid_check CHECK ((gas_paid >= (0)::numeric)),
+    CONSTRAINT cold_transfers_nonce_check CHECK ((nonce >= 0)),
+    CONSTRAINT cold_transfers_proposed_by_check CHECK (((length(proposed_by) >= 1) AND (length(proposed_by) <= 200))),
+    CONSTRAINT cold_transfers_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 500))),
+    CONSTRAINT cold_transfers_sender_check CHECK ((sender ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT cold_transfers_state_check CHECK ((state = ANY (ARRAY['proposed'::text, 'approved'::text, 'signing'::text, 'signed'::text, 'broadcast'::text, 'unknown'::text, 'included'::text, 'final'::text, 'reverted'::text, 'dropped'::text, 'rejected'::text]))),
+    CONSTRAINT cold_transfers_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text))
+);
+
+
+ALTER TABLE public.cold_transfers OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE cold_transfers; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.cold_transfers IS 'The excess of the hot wallet over its configured maximum, moved to the configured cold address (amount in the chain''s smallest unit). Signed only once approved: by one admin, or by two different admins above the configured amount; never by the one who proposed it.';
+
+
+--
+-- Name: cold_transfers_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.cold_transfers_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.cold_transfers_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: cold_transfers_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.cold_transfers_id_seq OWNED BY public.cold_transfers.id;
+
+
+--
 -- Name: deposit_addresses; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2437,26 +2578,111 @@ ALTER SEQUENCE public.deposits_id_seq OWNED BY public.deposits.id;
 
 
 --
--- Name: hot_wallet_nonces; Type: TABLE; Schema: public; Owner: CURRENT_USER
+-- Name: gas_top_up_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
-CREATE TABLE public.hot_wallet_nonces (
-    chain text NOT NULL,
-    address text NOT NULL,
-    next_nonce bigint NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT hot_wallet_nonces_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
-    CONSTRAINT hot_wallet_nonces_next_nonce_check CHECK ((next_nonce >= 0))
+CREATE TABLE public.gas_top_up_events (
+    id bigint NOT NULL,
+    top_up_id bigint NOT NULL,
+    from_state text,
+    to_state text NOT NULL,
+    event text NOT NULL,
+    reason text,
+    evidence jsonb DEFAULT '{}'::jsonb NOT NULL,
+    actor text NOT NULL,
+    ledger_transaction_id bigint,
+    attempt_id bigint,
+    occurred_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
 
 
-ALTER TABLE public.hot_wallet_nonces OWNER TO CURRENT_USER;
+ALTER TABLE public.gas_top_up_events OWNER TO CURRENT_USER;
 
 --
--- Name: TABLE hot_wallet_nonces; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+-- Name: TABLE gas_top_up_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
 --
 
-COMMENT ON TABLE public.hot_wallet_nonces IS 'Next nonce of each hot wallet; allocated under a row lock, never handed out twice.';
+COMMENT ON TABLE public.gas_top_up_events IS 'The append-only history of each gas top-up.';
+
+
+--
+-- Name: gas_top_up_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.gas_top_up_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.gas_top_up_events_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: gas_top_up_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.gas_top_up_events_id_seq OWNED BY public.gas_top_up_events.id;
+
+
+--
+-- Name: gas_top_ups; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.gas_top_ups (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    sender text NOT NULL,
+    address text NOT NULL,
+    amount numeric(78,0) NOT NULL,
+    state text NOT NULL,
+    state_reason text,
+    nonce bigint,
+    gas_limit bigint NOT NULL,
+    landed_attempt_id bigint,
+    gas_paid numeric(78,0),
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT gas_top_ups_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT gas_top_ups_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT gas_top_ups_gas_limit_check CHECK ((gas_limit > 0)),
+    CONSTRAINT gas_top_ups_gas_paid_check CHECK ((gas_paid >= (0)::numeric)),
+    CONSTRAINT gas_top_ups_nonce_check CHECK ((nonce >= 0)),
+    CONSTRAINT gas_top_ups_sender_check CHECK ((sender ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT gas_top_ups_state_check CHECK ((state = ANY (ARRAY['ready'::text, 'signing'::text, 'signed'::text, 'broadcast'::text, 'unknown'::text, 'included'::text, 'final'::text, 'reverted'::text, 'dropped'::text])))
+);
+
+
+ALTER TABLE public.gas_top_ups OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE gas_top_ups; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.gas_top_ups IS 'Native asset sent from the hot wallet to a deposit address so that it can pay the gas of a token sweep (amount in the chain''s smallest unit). Treasury money while it sits there.';
+
+
+--
+-- Name: gas_top_ups_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.gas_top_ups_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.gas_top_ups_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: gas_top_ups_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.gas_top_ups_id_seq OWNED BY public.gas_top_ups.id;
 
 
 --
@@ -2841,6 +3067,72 @@ ALTER SEQUENCE public.outbox_events_id_seq OWNED BY public.outbox_events.id;
 
 
 --
+-- Name: outgoing_attempts; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.outgoing_attempts (
+    id bigint NOT NULL,
+    withdrawal_id bigint,
+    attempt_no integer NOT NULL,
+    purpose text DEFAULT 'payout'::text NOT NULL,
+    chain text NOT NULL,
+    sender text NOT NULL,
+    nonce bigint NOT NULL,
+    tx_hash text NOT NULL,
+    raw_tx text NOT NULL,
+    max_fee_per_gas numeric(78,0) NOT NULL,
+    max_priority_fee_per_gas numeric(78,0) NOT NULL,
+    gas_limit bigint NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    movement_kind text NOT NULL,
+    sweep_id bigint,
+    top_up_id bigint,
+    cold_transfer_id bigint,
+    CONSTRAINT outgoing_attempts_attempt_no_check CHECK ((attempt_no >= 1)),
+    CONSTRAINT outgoing_attempts_gas_limit_check CHECK ((gas_limit > 0)),
+    CONSTRAINT outgoing_attempts_max_fee_per_gas_check CHECK ((max_fee_per_gas > (0)::numeric)),
+    CONSTRAINT outgoing_attempts_max_priority_fee_per_gas_check CHECK ((max_priority_fee_per_gas >= (0)::numeric)),
+    CONSTRAINT outgoing_attempts_movement_kind_check CHECK ((movement_kind = ANY (ARRAY['withdrawal'::text, 'sweep'::text, 'gas_top_up'::text, 'cold_transfer'::text]))),
+    CONSTRAINT outgoing_attempts_nonce_check CHECK ((nonce >= 0)),
+    CONSTRAINT outgoing_attempts_one_movement CHECK (((num_nonnulls(withdrawal_id, sweep_id, top_up_id, cold_transfer_id) = 1) AND ((withdrawal_id IS NOT NULL) = (movement_kind = 'withdrawal'::text)) AND ((sweep_id IS NOT NULL) = (movement_kind = 'sweep'::text)) AND ((top_up_id IS NOT NULL) = (movement_kind = 'gas_top_up'::text)) AND ((cold_transfer_id IS NOT NULL) = (movement_kind = 'cold_transfer'::text)))),
+    CONSTRAINT outgoing_attempts_purpose_check CHECK ((purpose = ANY (ARRAY['payout'::text, 'cancel'::text]))),
+    CONSTRAINT outgoing_attempts_raw_tx_check CHECK ((raw_tx ~ '^0x[0-9a-f]+$'::text)),
+    CONSTRAINT outgoing_attempts_sender_check CHECK ((sender ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT outgoing_attempts_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.outgoing_attempts OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE outgoing_attempts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.outgoing_attempts IS 'Signed attempts of every transaction we send (withdrawals, sweeps, gas top-ups, cold transfers), recorded and committed before they are sent; each names its one movement. All attempts of a movement share its nonce. purpose = cancel: a zero-value transfer from the sender to itself that consumes the nonce of a withdrawal written off as not sent.';
+
+
+--
+-- Name: outgoing_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.outgoing_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.outgoing_attempts_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: outgoing_attempts_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.outgoing_attempts_id_seq OWNED BY public.outgoing_attempts.id;
+
+
+--
 -- Name: provider_inbox; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2870,6 +3162,67 @@ COMMENT ON TABLE public.provider_inbox IS 'Custody provider notifications, store
 
 
 --
+-- Name: refill_requests; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.refill_requests (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    asset text NOT NULL,
+    token text,
+    source text NOT NULL,
+    destination text NOT NULL,
+    amount numeric(78,0) NOT NULL,
+    requested_by text NOT NULL,
+    reason text NOT NULL,
+    state text NOT NULL,
+    matched_tx_hash text,
+    matched_position text,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT refill_requests_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT refill_requests_check CHECK (((state = 'matched'::text) = (matched_tx_hash IS NOT NULL))),
+    CONSTRAINT refill_requests_destination_check CHECK ((destination ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT refill_requests_matched_tx_hash_check CHECK ((matched_tx_hash ~ '^0x[0-9a-f]{64}$'::text)),
+    CONSTRAINT refill_requests_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 500))),
+    CONSTRAINT refill_requests_requested_by_check CHECK (((length(requested_by) >= 1) AND (length(requested_by) <= 200))),
+    CONSTRAINT refill_requests_source_check CHECK ((source ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT refill_requests_state_check CHECK ((state = ANY (ARRAY['open'::text, 'matched'::text, 'canceled'::text]))),
+    CONSTRAINT refill_requests_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text))
+);
+
+
+ALTER TABLE public.refill_requests OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE refill_requests; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.refill_requests IS 'A request to refill the hot wallet from a cold address (signed outside the engine: cold addresses are watch-only). The incoming transfer from that cold address to the hot wallet is matched to the oldest open request of the same chain, asset and amount once final, and is then an internal movement (custody-neutral).';
+
+
+--
+-- Name: refill_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.refill_requests_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.refill_requests_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: refill_requests_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.refill_requests_id_seq OWNED BY public.refill_requests.id;
+
+
+--
 -- Name: schema_definitions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2889,6 +3242,148 @@ ALTER TABLE public.schema_definitions OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.schema_definitions IS 'The definition files (sql/functions, sql/triggers, sql/views) as last applied: a file whose hash differs from its row is applied again by the next upgrade.';
+
+
+--
+-- Name: sender_nonces; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.sender_nonces (
+    chain text NOT NULL,
+    address text NOT NULL,
+    next_nonce bigint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sender_nonces_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT sender_nonces_next_nonce_check CHECK ((next_nonce >= 0))
+);
+
+
+ALTER TABLE public.sender_nonces OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE sender_nonces; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.sender_nonces IS 'Next nonce of each address we send from (hot wallets, deposit addresses being swept); allocated under a row lock, never handed out twice.';
+
+
+--
+-- Name: sweep_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.sweep_events (
+    id bigint NOT NULL,
+    sweep_id bigint NOT NULL,
+    from_state text,
+    to_state text NOT NULL,
+    event text NOT NULL,
+    reason text,
+    evidence jsonb DEFAULT '{}'::jsonb NOT NULL,
+    actor text NOT NULL,
+    ledger_transaction_id bigint,
+    attempt_id bigint,
+    occurred_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+
+ALTER TABLE public.sweep_events OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE sweep_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.sweep_events IS 'The append-only history of each sweep.';
+
+
+--
+-- Name: sweep_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.sweep_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.sweep_events_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: sweep_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.sweep_events_id_seq OWNED BY public.sweep_events.id;
+
+
+--
+-- Name: sweeps; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.sweeps (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    address text NOT NULL,
+    derivation_index integer NOT NULL,
+    destination text NOT NULL,
+    asset text NOT NULL,
+    token text,
+    available numeric(78,0) NOT NULL,
+    customer_amount numeric(78,0) NOT NULL,
+    state text NOT NULL,
+    state_reason text,
+    top_up_id bigint,
+    nonce bigint,
+    gas_limit bigint NOT NULL,
+    landed_attempt_id bigint,
+    swept_amount numeric(78,0),
+    gas_paid numeric(78,0),
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT sweeps_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT sweeps_available_check CHECK ((available > (0)::numeric)),
+    CONSTRAINT sweeps_check CHECK ((customer_amount <= available)),
+    CONSTRAINT sweeps_customer_amount_check CHECK ((customer_amount >= (0)::numeric)),
+    CONSTRAINT sweeps_derivation_index_check CHECK ((derivation_index >= 0)),
+    CONSTRAINT sweeps_destination_check CHECK ((destination ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT sweeps_gas_limit_check CHECK ((gas_limit > 0)),
+    CONSTRAINT sweeps_gas_paid_check CHECK ((gas_paid >= (0)::numeric)),
+    CONSTRAINT sweeps_nonce_check CHECK ((nonce >= 0)),
+    CONSTRAINT sweeps_state_check CHECK ((state = ANY (ARRAY['proposed'::text, 'waiting_gas'::text, 'ready'::text, 'signing'::text, 'signed'::text, 'broadcast'::text, 'unknown'::text, 'included'::text, 'final'::text, 'reverted'::text, 'dropped'::text]))),
+    CONSTRAINT sweeps_swept_amount_check CHECK ((swept_amount >= (0)::numeric)),
+    CONSTRAINT sweeps_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text))
+);
+
+
+ALTER TABLE public.sweeps OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE sweeps; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.sweeps IS 'A move of credited, final funds from a deposit address to the chain''s hot wallet (amounts in the chain''s smallest unit). available: what the address holds of the asset by the engine''s records when the sweep was planned (customer_amount of it customer money, the rest treasury money: native dust of earlier top-ups). A native sweep sends available minus gas_limit * max_fee_per_gas of its attempt; a token sweep sends available. swept_amount and gas_paid: from the final receipt. At most one open sweep per address.';
+
+
+--
+-- Name: sweeps_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.sweeps_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.sweeps_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: sweeps_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.sweeps_id_seq OWNED BY public.sweeps.id;
 
 
 --
@@ -3173,66 +3668,6 @@ ALTER SEQUENCE public.webhook_endpoints_id_seq OWNED BY public.webhook_endpoints
 
 
 --
--- Name: withdrawal_attempts; Type: TABLE; Schema: public; Owner: CURRENT_USER
---
-
-CREATE TABLE public.withdrawal_attempts (
-    id bigint NOT NULL,
-    withdrawal_id bigint NOT NULL,
-    attempt_no integer NOT NULL,
-    purpose text DEFAULT 'payout'::text NOT NULL,
-    chain text NOT NULL,
-    hot_wallet text NOT NULL,
-    nonce bigint NOT NULL,
-    tx_hash text NOT NULL,
-    raw_tx text NOT NULL,
-    max_fee_per_gas numeric(78,0) NOT NULL,
-    max_priority_fee_per_gas numeric(78,0) NOT NULL,
-    gas_limit bigint NOT NULL,
-    created_at timestamp with time zone NOT NULL,
-    CONSTRAINT withdrawal_attempts_attempt_no_check CHECK ((attempt_no >= 1)),
-    CONSTRAINT withdrawal_attempts_gas_limit_check CHECK ((gas_limit > 0)),
-    CONSTRAINT withdrawal_attempts_hot_wallet_check CHECK ((hot_wallet ~ '^0x[0-9a-f]{40}$'::text)),
-    CONSTRAINT withdrawal_attempts_max_fee_per_gas_check CHECK ((max_fee_per_gas > (0)::numeric)),
-    CONSTRAINT withdrawal_attempts_max_priority_fee_per_gas_check CHECK ((max_priority_fee_per_gas >= (0)::numeric)),
-    CONSTRAINT withdrawal_attempts_nonce_check CHECK ((nonce >= 0)),
-    CONSTRAINT withdrawal_attempts_purpose_check CHECK ((purpose = ANY (ARRAY['payout'::text, 'cancel'::text]))),
-    CONSTRAINT withdrawal_attempts_raw_tx_check CHECK ((raw_tx ~ '^0x[0-9a-f]+$'::text)),
-    CONSTRAINT withdrawal_attempts_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
-);
-
-
-ALTER TABLE public.withdrawal_attempts OWNER TO CURRENT_USER;
-
---
--- Name: TABLE withdrawal_attempts; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON TABLE public.withdrawal_attempts IS 'Signed broadcast attempts, recorded and committed before they are sent. All attempts of a withdrawal share its nonce. purpose = cancel: a zero-value transfer from the hot wallet to itself that consumes the nonce of a withdrawal written off as not sent.';
-
-
---
--- Name: withdrawal_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
---
-
-CREATE SEQUENCE public.withdrawal_attempts_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1;
-
-
-ALTER SEQUENCE public.withdrawal_attempts_id_seq OWNER TO CURRENT_USER;
-
---
--- Name: withdrawal_attempts_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
---
-
-ALTER SEQUENCE public.withdrawal_attempts_id_seq OWNED BY public.withdrawal_attempts.id;
-
-
---
 -- Name: withdrawal_case_resolutions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3505,6 +3940,20 @@ ALTER TABLE ONLY public.balance_checkpoints ALTER COLUMN id SET DEFAULT nextval(
 
 
 --
+-- Name: cold_transfer_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_events ALTER COLUMN id SET DEFAULT nextval('public.cold_transfer_events_id_seq'::regclass);
+
+
+--
+-- Name: cold_transfers id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfers ALTER COLUMN id SET DEFAULT nextval('public.cold_transfers_id_seq'::regclass);
+
+
+--
 -- Name: deposit_case_votes id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3530,6 +3979,20 @@ ALTER TABLE ONLY public.deposit_events ALTER COLUMN id SET DEFAULT nextval('publ
 --
 
 ALTER TABLE ONLY public.deposits ALTER COLUMN id SET DEFAULT nextval('public.deposits_id_seq'::regclass);
+
+
+--
+-- Name: gas_top_up_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.gas_top_up_events ALTER COLUMN id SET DEFAULT nextval('public.gas_top_up_events_id_seq'::regclass);
+
+
+--
+-- Name: gas_top_ups id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.gas_top_ups ALTER COLUMN id SET DEFAULT nextval('public.gas_top_ups_id_seq'::regclass);
 
 
 --
@@ -3575,6 +4038,34 @@ ALTER TABLE ONLY public.outbox_events ALTER COLUMN id SET DEFAULT nextval('publi
 
 
 --
+-- Name: outgoing_attempts id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts ALTER COLUMN id SET DEFAULT nextval('public.outgoing_attempts_id_seq'::regclass);
+
+
+--
+-- Name: refill_requests id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.refill_requests ALTER COLUMN id SET DEFAULT nextval('public.refill_requests_id_seq'::regclass);
+
+
+--
+-- Name: sweep_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweep_events ALTER COLUMN id SET DEFAULT nextval('public.sweep_events_id_seq'::regclass);
+
+
+--
+-- Name: sweeps id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweeps ALTER COLUMN id SET DEFAULT nextval('public.sweeps_id_seq'::regclass);
+
+
+--
 -- Name: treasury_fundings id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3600,13 +4091,6 @@ ALTER TABLE ONLY public.webhook_deliveries ALTER COLUMN id SET DEFAULT nextval('
 --
 
 ALTER TABLE ONLY public.webhook_endpoints ALTER COLUMN id SET DEFAULT nextval('public.webhook_endpoints_id_seq'::regclass);
-
-
---
--- Name: withdrawal_attempts id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.withdrawal_attempts ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_attempts_id_seq'::regclass);
 
 
 --
@@ -3789,6 +4273,30 @@ ALTER TABLE ONLY public.balance_checkpoints
 
 
 --
+-- Name: cold_transfer_approvals cold_transfer_approvals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_approvals
+    ADD CONSTRAINT cold_transfer_approvals_pkey PRIMARY KEY (cold_transfer_id, approver);
+
+
+--
+-- Name: cold_transfer_events cold_transfer_events_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_events
+    ADD CONSTRAINT cold_transfer_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: cold_transfers cold_transfers_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfers
+    ADD CONSTRAINT cold_transfers_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: deposit_addresses deposit_addresses_family_derivation_index_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3893,11 +4401,19 @@ ALTER TABLE ONLY public.deposits
 
 
 --
--- Name: hot_wallet_nonces hot_wallet_nonces_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+-- Name: gas_top_up_events gas_top_up_events_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
-ALTER TABLE ONLY public.hot_wallet_nonces
-    ADD CONSTRAINT hot_wallet_nonces_pkey PRIMARY KEY (chain, address);
+ALTER TABLE ONLY public.gas_top_up_events
+    ADD CONSTRAINT gas_top_up_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: gas_top_ups gas_top_ups_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.gas_top_ups
+    ADD CONSTRAINT gas_top_ups_pkey PRIMARY KEY (id);
 
 
 --
@@ -4005,6 +4521,30 @@ ALTER TABLE ONLY public.outbox_events
 
 
 --
+-- Name: outgoing_attempts outgoing_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_tx_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_tx_hash_key UNIQUE (tx_hash);
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_withdrawal_id_attempt_no_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_withdrawal_id_attempt_no_key UNIQUE (withdrawal_id, attempt_no);
+
+
+--
 -- Name: provider_inbox provider_inbox_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4013,11 +4553,43 @@ ALTER TABLE ONLY public.provider_inbox
 
 
 --
+-- Name: refill_requests refill_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.refill_requests
+    ADD CONSTRAINT refill_requests_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: schema_definitions schema_definitions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
 ALTER TABLE ONLY public.schema_definitions
     ADD CONSTRAINT schema_definitions_pkey PRIMARY KEY (path);
+
+
+--
+-- Name: sender_nonces sender_nonces_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sender_nonces
+    ADD CONSTRAINT sender_nonces_pkey PRIMARY KEY (chain, address);
+
+
+--
+-- Name: sweep_events sweep_events_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweep_events
+    ADD CONSTRAINT sweep_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: sweeps sweeps_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweeps
+    ADD CONSTRAINT sweeps_pkey PRIMARY KEY (id);
 
 
 --
@@ -4098,30 +4670,6 @@ ALTER TABLE ONLY public.webhook_endpoints
 
 ALTER TABLE ONLY public.webhook_endpoints
     ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
-
-
---
--- Name: withdrawal_attempts withdrawal_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.withdrawal_attempts
-    ADD CONSTRAINT withdrawal_attempts_pkey PRIMARY KEY (id);
-
-
---
--- Name: withdrawal_attempts withdrawal_attempts_tx_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.withdrawal_attempts
-    ADD CONSTRAINT withdrawal_attempts_tx_hash_key UNIQUE (tx_hash);
-
-
---
--- Name: withdrawal_attempts withdrawal_attempts_withdrawal_id_attempt_no_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.withdrawal_attempts
-    ADD CONSTRAINT withdrawal_attempts_withdrawal_id_attempt_no_key UNIQUE (withdrawal_id, attempt_no);
 
 
 --
@@ -4219,6 +4767,20 @@ CREATE INDEX api_users_client_idx ON public.api_users USING btree (client_id, id
 
 
 --
+-- Name: cold_transfer_events_cold_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX cold_transfer_events_cold_idx ON public.cold_transfer_events USING btree (cold_transfer_id, id);
+
+
+--
+-- Name: cold_transfers_state_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX cold_transfers_state_idx ON public.cold_transfers USING btree (chain, state, id);
+
+
+--
 -- Name: deposit_events_deposit_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4251,6 +4813,20 @@ CREATE INDEX deposits_open_idx ON public.deposits USING btree (chain, state) WHE
 --
 
 CREATE INDEX deposits_user_idx ON public.deposits USING btree (user_id, id);
+
+
+--
+-- Name: gas_top_up_events_top_up_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX gas_top_up_events_top_up_idx ON public.gas_top_up_events USING btree (top_up_id, id);
+
+
+--
+-- Name: gas_top_ups_state_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX gas_top_ups_state_idx ON public.gas_top_ups USING btree (chain, state, id);
 
 
 --
@@ -4303,10 +4879,66 @@ CREATE INDEX outbox_events_client_idx ON public.outbox_events USING btree (clien
 
 
 --
+-- Name: outgoing_attempts_cold_attempt_no; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX outgoing_attempts_cold_attempt_no ON public.outgoing_attempts USING btree (cold_transfer_id, attempt_no) WHERE (cold_transfer_id IS NOT NULL);
+
+
+--
+-- Name: outgoing_attempts_sender_nonce_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX outgoing_attempts_sender_nonce_idx ON public.outgoing_attempts USING btree (chain, sender, nonce);
+
+
+--
+-- Name: outgoing_attempts_sweep_attempt_no; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX outgoing_attempts_sweep_attempt_no ON public.outgoing_attempts USING btree (sweep_id, attempt_no) WHERE (sweep_id IS NOT NULL);
+
+
+--
+-- Name: outgoing_attempts_top_up_attempt_no; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX outgoing_attempts_top_up_attempt_no ON public.outgoing_attempts USING btree (top_up_id, attempt_no) WHERE (top_up_id IS NOT NULL);
+
+
+--
 -- Name: provider_inbox_key_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
 CREATE INDEX provider_inbox_key_idx ON public.provider_inbox USING btree (chain, tx_hash, "position", received_at);
+
+
+--
+-- Name: refill_requests_match_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX refill_requests_match_key ON public.refill_requests USING btree (chain, matched_tx_hash, matched_position) WHERE (matched_tx_hash IS NOT NULL);
+
+
+--
+-- Name: sweep_events_sweep_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX sweep_events_sweep_idx ON public.sweep_events USING btree (sweep_id, id);
+
+
+--
+-- Name: sweeps_one_open_per_address; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX sweeps_one_open_per_address ON public.sweeps USING btree (chain, address) WHERE (state <> ALL (ARRAY['final'::text, 'reverted'::text, 'dropped'::text]));
+
+
+--
+-- Name: sweeps_state_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX sweeps_state_idx ON public.sweeps USING btree (chain, state, id);
 
 
 --
@@ -4464,6 +5096,34 @@ CREATE TRIGGER balance_checkpoints_no_truncate BEFORE TRUNCATE ON public.balance
 
 
 --
+-- Name: cold_transfer_approvals cold_transfer_approvals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cold_transfer_approvals_append_only BEFORE DELETE OR UPDATE ON public.cold_transfer_approvals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: cold_transfer_approvals cold_transfer_approvals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cold_transfer_approvals_no_truncate BEFORE TRUNCATE ON public.cold_transfer_approvals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: cold_transfer_events cold_transfer_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cold_transfer_events_append_only BEFORE DELETE OR UPDATE ON public.cold_transfer_events FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: cold_transfer_events cold_transfer_events_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cold_transfer_events_no_truncate BEFORE TRUNCATE ON public.cold_transfer_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: deposit_case_refunds deposit_case_refunds_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4559,6 +5219,20 @@ CREATE TRIGGER deposits_no_delete BEFORE DELETE ON public.deposits FOR EACH ROW 
 --
 
 CREATE TRIGGER deposits_no_truncate BEFORE TRUNCATE ON public.deposits FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: gas_top_up_events gas_top_up_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER gas_top_up_events_append_only BEFORE DELETE OR UPDATE ON public.gas_top_up_events FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: gas_top_up_events gas_top_up_events_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER gas_top_up_events_no_truncate BEFORE TRUNCATE ON public.gas_top_up_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -4723,10 +5397,38 @@ CREATE TRIGGER outbox_events_no_truncate BEFORE TRUNCATE ON public.outbox_events
 
 
 --
+-- Name: outgoing_attempts outgoing_attempts_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER outgoing_attempts_append_only BEFORE DELETE OR UPDATE ON public.outgoing_attempts FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER outgoing_attempts_no_truncate BEFORE TRUNCATE ON public.outgoing_attempts FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: provider_inbox provider_inbox_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
 CREATE TRIGGER provider_inbox_append_only BEFORE DELETE OR UPDATE ON public.provider_inbox FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: sweep_events sweep_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER sweep_events_append_only BEFORE DELETE OR UPDATE ON public.sweep_events FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: sweep_events sweep_events_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER sweep_events_no_truncate BEFORE TRUNCATE ON public.sweep_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -4769,20 +5471,6 @@ CREATE TRIGGER webhook_attempts_append_only BEFORE DELETE OR UPDATE ON public.we
 --
 
 CREATE TRIGGER webhook_attempts_no_truncate BEFORE TRUNCATE ON public.webhook_attempts FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
-
-
---
--- Name: withdrawal_attempts withdrawal_attempts_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
---
-
-CREATE TRIGGER withdrawal_attempts_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_attempts FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
-
-
---
--- Name: withdrawal_attempts withdrawal_attempts_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
---
-
-CREATE TRIGGER withdrawal_attempts_no_truncate BEFORE TRUNCATE ON public.withdrawal_attempts FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -4970,6 +5658,38 @@ ALTER TABLE ONLY public.balance_checkpoint_entries
 
 
 --
+-- Name: cold_transfer_approvals cold_transfer_approvals_cold_transfer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_approvals
+    ADD CONSTRAINT cold_transfer_approvals_cold_transfer_id_fkey FOREIGN KEY (cold_transfer_id) REFERENCES public.cold_transfers(id);
+
+
+--
+-- Name: cold_transfer_events cold_transfer_events_attempt_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_events
+    ADD CONSTRAINT cold_transfer_events_attempt_id_fkey FOREIGN KEY (attempt_id) REFERENCES public.outgoing_attempts(id);
+
+
+--
+-- Name: cold_transfer_events cold_transfer_events_cold_transfer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_events
+    ADD CONSTRAINT cold_transfer_events_cold_transfer_id_fkey FOREIGN KEY (cold_transfer_id) REFERENCES public.cold_transfers(id);
+
+
+--
+-- Name: cold_transfer_events cold_transfer_events_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfer_events
+    ADD CONSTRAINT cold_transfer_events_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
 -- Name: deposit_case_refunds deposit_case_refunds_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5050,6 +5770,30 @@ ALTER TABLE ONLY public.deposits
 
 
 --
+-- Name: gas_top_up_events gas_top_up_events_attempt_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.gas_top_up_events
+    ADD CONSTRAINT gas_top_up_events_attempt_id_fkey FOREIGN KEY (attempt_id) REFERENCES public.outgoing_attempts(id);
+
+
+--
+-- Name: gas_top_up_events gas_top_up_events_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.gas_top_up_events
+    ADD CONSTRAINT gas_top_up_events_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: gas_top_up_events gas_top_up_events_top_up_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.gas_top_up_events
+    ADD CONSTRAINT gas_top_up_events_top_up_id_fkey FOREIGN KEY (top_up_id) REFERENCES public.gas_top_ups(id);
+
+
+--
 -- Name: ledger_period_approvals ledger_period_approvals_period_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5079,6 +5823,70 @@ ALTER TABLE ONLY public.ledger_transactions
 
 ALTER TABLE ONLY public.outbox_events
     ADD CONSTRAINT outbox_events_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_cold_transfer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_cold_transfer_id_fkey FOREIGN KEY (cold_transfer_id) REFERENCES public.cold_transfers(id);
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_sweep_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_sweep_id_fkey FOREIGN KEY (sweep_id) REFERENCES public.sweeps(id);
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_top_up_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_top_up_id_fkey FOREIGN KEY (top_up_id) REFERENCES public.gas_top_ups(id);
+
+
+--
+-- Name: outgoing_attempts outgoing_attempts_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.outgoing_attempts
+    ADD CONSTRAINT outgoing_attempts_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
+
+
+--
+-- Name: sweep_events sweep_events_attempt_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweep_events
+    ADD CONSTRAINT sweep_events_attempt_id_fkey FOREIGN KEY (attempt_id) REFERENCES public.outgoing_attempts(id);
+
+
+--
+-- Name: sweep_events sweep_events_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweep_events
+    ADD CONSTRAINT sweep_events_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
+-- Name: sweep_events sweep_events_sweep_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweep_events
+    ADD CONSTRAINT sweep_events_sweep_id_fkey FOREIGN KEY (sweep_id) REFERENCES public.sweeps(id);
+
+
+--
+-- Name: sweeps sweeps_top_up_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.sweeps
+    ADD CONSTRAINT sweeps_top_up_id_fkey FOREIGN KEY (top_up_id) REFERENCES public.gas_top_ups(id);
 
 
 --
@@ -5135,14 +5943,6 @@ ALTER TABLE ONLY public.webhook_deliveries
 
 ALTER TABLE ONLY public.webhook_endpoints
     ADD CONSTRAINT webhook_endpoints_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
-
-
---
--- Name: withdrawal_attempts withdrawal_attempts_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.withdrawal_attempts
-    ADD CONSTRAINT withdrawal_attempts_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
 
 
 --
@@ -5374,6 +6174,41 @@ GRANT SELECT,USAGE ON SEQUENCE public.balance_checkpoints_id_seq TO custody_app;
 
 
 --
+-- Name: TABLE cold_transfer_approvals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.cold_transfer_approvals TO custody_app;
+
+
+--
+-- Name: TABLE cold_transfer_events; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.cold_transfer_events TO custody_app;
+
+
+--
+-- Name: SEQUENCE cold_transfer_events_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.cold_transfer_events_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE cold_transfers; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.cold_transfers TO custody_app;
+
+
+--
+-- Name: SEQUENCE cold_transfers_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.cold_transfers_id_seq TO custody_app;
+
+
+--
 -- Name: TABLE deposit_addresses; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5451,10 +6286,31 @@ GRANT SELECT,USAGE ON SEQUENCE public.deposits_id_seq TO custody_app;
 
 
 --
--- Name: TABLE hot_wallet_nonces; Type: ACL; Schema: public; Owner: CURRENT_USER
+-- Name: TABLE gas_top_up_events; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE public.hot_wallet_nonces TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.gas_top_up_events TO custody_app;
+
+
+--
+-- Name: SEQUENCE gas_top_up_events_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.gas_top_up_events_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE gas_top_ups; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.gas_top_ups TO custody_app;
+
+
+--
+-- Name: SEQUENCE gas_top_ups_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.gas_top_ups_id_seq TO custody_app;
 
 
 --
@@ -5565,10 +6421,73 @@ GRANT USAGE ON SEQUENCE public.outbox_events_id_seq TO custody_withdrawal_writer
 
 
 --
+-- Name: TABLE outgoing_attempts; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.outgoing_attempts TO custody_app;
+
+
+--
+-- Name: SEQUENCE outgoing_attempts_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.outgoing_attempts_id_seq TO custody_app;
+
+
+--
 -- Name: TABLE provider_inbox; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
 GRANT SELECT,INSERT ON TABLE public.provider_inbox TO custody_app;
+
+
+--
+-- Name: TABLE refill_requests; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.refill_requests TO custody_app;
+
+
+--
+-- Name: SEQUENCE refill_requests_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.refill_requests_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE sender_nonces; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.sender_nonces TO custody_app;
+
+
+--
+-- Name: TABLE sweep_events; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.sweep_events TO custody_app;
+
+
+--
+-- Name: SEQUENCE sweep_events_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.sweep_events_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE sweeps; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.sweeps TO custody_app;
+
+
+--
+-- Name: SEQUENCE sweeps_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.sweeps_id_seq TO custody_app;
 
 
 --
@@ -5649,20 +6568,6 @@ GRANT SELECT ON TABLE public.webhook_endpoints TO custody_withdrawal_writer;
 --
 
 GRANT SELECT,USAGE ON SEQUENCE public.webhook_endpoints_id_seq TO custody_app;
-
-
---
--- Name: TABLE withdrawal_attempts; Type: ACL; Schema: public; Owner: CURRENT_USER
---
-
-GRANT SELECT,INSERT ON TABLE public.withdrawal_attempts TO custody_app;
-
-
---
--- Name: SEQUENCE withdrawal_attempts_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
---
-
-GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_attempts_id_seq TO custody_app;
 
 
 --

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from config.errors import CustodyError
+from outgoing.errors import SignerAnswerInvalid, SignerUnavailable
+
+__all__ = ["SignerAnswerInvalid", "SignerUnavailable"]  # shared with every outgoing movement
 
 
 class WithdrawalError(CustodyError):
@@ -99,22 +102,6 @@ class ReturnLinkInvalid(WithdrawalError):
     """A returned transfer cannot be linked to that payout."""
 
     code = "return_link_invalid"
-
-
-class SignerUnavailable(WithdrawalError):
-    """The signer cannot sign (missing key, wrong chain, key does not match the hot wallet; a
-    remote signer that timed out, failed or cannot be reached). A retry may help: a withdrawal
-    whose signature it was stays in ``signing`` with its nonce and is signed again later."""
-
-    code = "signer_unavailable"
-
-
-class SignerAnswerInvalid(SignerUnavailable):
-    """A remote signer answered with a transaction that is not the one asked for (another
-    sender, nonce, recipient, value, data, chain or fees, or a hash that is not its own).
-    Never trusted nor sent; an operator must look at the signer."""
-
-    code = "signer_answer_invalid"
 
 
 class RetryRefused(WithdrawalError):

@@ -62,6 +62,7 @@ from enum import StrEnum
 
 from eth_utils.address import to_checksum_address
 
+from outgoing.model import AttemptView, Verdict, bump_due, judge
 from withdrawals.errors import (
     AddressInvalid,
     AddressZero,
@@ -343,33 +344,6 @@ def fee_charged(fee_minor: int, fee_max_minor: int) -> int:
     return fee_minor
 
 
-@dataclass(frozen=True)
-class FeeCaps:
-    """EIP-1559 fee caps of one attempt, in wei."""
-
-    max_fee_per_gas: int
-    max_priority_fee_per_gas: int
-
-
-def initial_fee_caps(base_fee_wei: int, priority_fee_wei: int, max_fee_cap_wei: int) -> FeeCaps:
-    """Caps for a first attempt: 2 x base fee + tip (room for six full blocks), capped."""
-    max_fee = min(max_fee_cap_wei, 2 * base_fee_wei + priority_fee_wei)
-    return FeeCaps(max(max_fee, priority_fee_wei), min(priority_fee_wei, max_fee_cap_wei))
-
-
-def bumped_fee_caps(previous: FeeCaps, fresh: FeeCaps, bump_percent: int) -> FeeCaps:
-    """Caps of a replacement: at least ``bump_percent`` above the previous attempt on both caps
-    (nodes refuse a replacement below about +10%), and never below the fresh estimate."""
-    assert bump_percent >= 10, "nodes require a replacement to raise both caps by 10% or more"
-
-    def up(value: int) -> int:
-        return -(-value * (100 + bump_percent) // 100)
-
-    priority = max(up(previous.max_priority_fee_per_gas), fresh.max_priority_fee_per_gas)
-    max_fee = max(up(previous.max_fee_per_gas), fresh.max_fee_per_gas, priority)
-    return FeeCaps(max_fee, priority)
-
-
 # --- the gas float ---------------------------------------------------------------------------
 
 
@@ -414,19 +388,6 @@ def fit_gas_float(treasury_minor: int, in_flight_minor: int,
 
 
 @dataclass(frozen=True)
-class AttemptView:
-    """What the chain says about one attempt right now."""
-
-    attempt_id: int
-    tx_hash: str
-    nonce: int
-    receipt_block: int | None
-    receipt_block_hash: str | None
-    succeeded: bool | None
-    known_to_node: bool
-
-
-@dataclass(frozen=True)
 class LadderDecision:
     """What to do with an in-flight withdrawal: an event (or None: wait), and why."""
 
@@ -459,30 +420,31 @@ def decide_in_flight(
     so none of ours can ever land (released). A nonce not yet consumed and no attempt known
     to the node means nothing landed yet: a fee-bumped replacement with the same nonce is safe.
     """
-    landed = [a for a in attempts if a.receipt_block is not None]
-    if landed:
-        return LadderDecision(Event.RECEIPT_OBSERVED, "receipt found", landed[0].attempt_id)
-    if finalized_nonce > nonce:
+    seen = judge(attempts, nonce=nonce, finalized_nonce=finalized_nonce,
+                 latest_nonce=latest_nonce)
+    if seen.verdict is Verdict.LANDED:
+        return LadderDecision(Event.RECEIPT_OBSERVED, seen.reason, seen.attempt_id)
+    if seen.verdict is Verdict.CONSUMED_ELSEWHERE:
         if state in (State.UNKNOWN, State.AWAITING_WRITE_OFF):
             return LadderDecision(Event.PROVEN_NOT_SENT if state is State.UNKNOWN else None,
-                                  f"nonce {nonce} consumed at the finalized block by a "
-                                  "transaction that is none of our attempts")
+                                  seen.reason)
         return LadderDecision(Event.NOT_FOUND, "nonce consumed by another transaction")
-    pending = any(a.known_to_node for a in attempts)
-    if pending:
+    if seen.verdict is Verdict.PENDING:
         if state in (State.UNKNOWN, State.AWAITING_WRITE_OFF):
-            return LadderDecision(Event.FOUND_PENDING, "attempt known to the node")
-        stuck_s = (now - last_attempt_at).total_seconds()
-        if state is State.BROADCAST and stuck_s >= bump_after_s and len(attempts) < attempts_max:
+            return LadderDecision(Event.FOUND_PENDING, seen.reason)
+        if state is State.BROADCAST and bump_due(
+                last_attempt_at=last_attempt_at, now=now, bump_after_s=bump_after_s,
+                attempts=len(attempts), attempts_max=attempts_max):
+            stuck_s = (now - last_attempt_at).total_seconds()
             return LadderDecision(Event.ATTEMPT_SIGNED, f"stuck {stuck_s:.0f}s: fee bump",
                                   replace=True)
         return LadderDecision(None, "pending in the mempool")
-    if latest_nonce > nonce:
+    if seen.verdict is Verdict.CONSUMED_AT_LATEST:
         # Consumed in a block that is not final yet, by something that is not ours: wait for
         # finality before calling it proven.
-        return LadderDecision(None, f"nonce {nonce} consumed at latest, waiting for finality")
+        return LadderDecision(None, seen.reason)
     if state is State.BROADCAST:
-        return LadderDecision(Event.NOT_FOUND, "no receipt and unknown to the node")
+        return LadderDecision(Event.NOT_FOUND, seen.reason)
     if state is State.UNKNOWN:
         if unknown_since is not None and (now - unknown_since).total_seconds() >= escalate_after_s:
             return LadderDecision(Event.ESCALATED, "undetermined past the configured time")

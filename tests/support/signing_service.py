@@ -1,5 +1,5 @@
 """A real HTTP signing service for tests, on 127.0.0.1: it holds a development key and answers
-``withdrawals.signer.RemoteSigner``'s requests (``{raw_tx, tx_hash}``), with knobs to make it
+``outgoing.signer.RemoteSigner``'s requests (``{raw_tx, tx_hash}``), with knobs to make it
 slow, block it until released, fail, hang past the client's timeout or lie.
 
 Knobs (plain attributes, read at each request, so a test flips them while it runs):

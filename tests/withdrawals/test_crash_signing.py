@@ -98,9 +98,9 @@ def test_sigkill_around_remote_signing_pays_each_once_without_a_nonce_gap(
         assert paid == Counter(d.lower() for d in destinations), "a payout missing or doubled"
         with engine.connect() as conn:
             attempt_nonces = set(conn.execute(sa.text(
-                "SELECT DISTINCT nonce FROM withdrawal_attempts")).scalars())
+                "SELECT DISTINCT nonce FROM outgoing_attempts")).scalars())
             next_nonce = conn.execute(sa.text(
-                "SELECT next_nonce FROM hot_wallet_nonces WHERE address = :a"),
+                "SELECT next_nonce FROM sender_nonces WHERE address = :a"),
                 {"a": net.hot}).scalar_one()
         nonces = sorted(w.nonce for w in withdrawals if w.nonce is not None)
         assert nonces == list(range(WITHDRAWALS)), "the database's nonces have a gap"

@@ -18,6 +18,7 @@ from config.uow import UnitOfWork
 from ledger import service as ledger
 from ledger.integrity import verify
 from ledger.model import Entry, credit, debit
+from outgoing.model import initial_fee_caps
 from withdrawals import model, service
 from withdrawals.model import Event, State
 
@@ -75,8 +76,8 @@ def max_fee_per_gas(devnet: Devnet) -> int:
     """The fee cap the processor computes for a first attempt at the current head."""
     latest = devnet.node.rpc.request("eth_getBlockByNumber", ["latest", False])
     hot = devnet.cfg.hot_wallet("devnet")
-    return model.initial_fee_caps(from_quantity(latest["baseFeePerGas"]), hot.priority_fee_wei,
-                                  hot.max_fee_per_gas_cap_wei).max_fee_per_gas
+    return initial_fee_caps(from_quantity(latest["baseFeePerGas"]), hot.priority_fee_wei,
+                            hot.max_fee_per_gas_cap_wei).max_fee_per_gas
 
 
 @pytest.mark.anvil
@@ -105,7 +106,7 @@ class TestGasFloat:
                                                                                 "reserved")
         assert devnet.node.rpc.get_transaction_count(devnet.hot, "pending") == 0
         with owner.connect() as conn:  # no nonce was ever handed out
-            assert conn.execute(sa.text("SELECT count(*) FROM hot_wallet_nonces")).scalar() == 0
+            assert conn.execute(sa.text("SELECT count(*) FROM sender_nonces")).scalar() == 0
         alerts = [r for r in caplog.records if r.name == "custody.alerts"]
         assert len(alerts) == 1 and "gas float low" in alerts[0].getMessage()
         assert withdrawal_alerts(engine, "devnet", limit=10) == 1

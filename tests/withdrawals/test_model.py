@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from config.errors import ConfigurationInvalid
+from outgoing.model import AttemptView
 from withdrawals import errors, model
-from withdrawals.model import AttemptView, Effect, Event, FeeCaps, State
+from withdrawals.model import Effect, Event, State
 
 from .conftest import config_toml, load
 
@@ -111,12 +112,6 @@ class TestValidation:
     def test_approvals_required(self) -> None:
         assert [model.approvals_required(a, 10, 50) for a in (10, 11, 50, 51)] == [0, 1, 1, 2]
         assert model.approvals_required(10**9, None, None) == 0
-
-    def test_fee_bump_raises_both_caps(self) -> None:
-        prev = FeeCaps(100, 10)
-        bumped = model.bumped_fee_caps(prev, FeeCaps(50, 5), 25)
-        assert bumped == FeeCaps(125, 13)
-        assert model.bumped_fee_caps(prev, FeeCaps(500, 50), 25) == FeeCaps(500, 50)
 
 
 def view(**kw: object) -> AttemptView:

@@ -20,12 +20,12 @@ from api.jobs import withdrawal_alerts
 from config.uow import UnitOfWork
 from config.withdrawals import HotWalletConfig
 from ledger.integrity import verify
+from outgoing.signer import RemoteSigner, UnsignedTx, signer_for
 from tests.support.signing_service import SigningService
 from withdrawals import errors, service
 from withdrawals import repository as repo
 from withdrawals.model import Event, State
 from withdrawals.processor import StepReport
-from withdrawals.signer import RemoteSigner, UnsignedTx, signer_for
 
 from .chainkit import Devnet, remote_toml, start_devnet
 from .conftest import DEST, SetOwnAddresses, fund, load, open_book, req
@@ -150,7 +150,7 @@ def take_rows_nowait(engine: Engine, withdrawal_id: int, hot: str) -> tuple[str,
     with engine.connect() as conn:
         row = conn.execute(sa.text("SELECT state, nonce FROM withdrawals WHERE id = :i "
                                    "FOR UPDATE NOWAIT"), {"i": withdrawal_id}).one()
-        conn.execute(sa.text("SELECT next_nonce FROM hot_wallet_nonces WHERE chain = 'devnet' "
+        conn.execute(sa.text("SELECT next_nonce FROM sender_nonces WHERE chain = 'devnet' "
                              "AND address = :a FOR UPDATE NOWAIT"), {"a": hot}).one()
         open_elsewhere = conn.execute(sa.text(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

@@ -76,6 +76,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from config.withdrawals import WithdrawalsConfig
+from outgoing.chain import ChainView
 from withdrawals import repository as repo
 from withdrawals.processor.closing import _close_nonces
 from withdrawals.processor.context import (
@@ -90,7 +91,7 @@ from withdrawals.processor.context import (
 )
 from withdrawals.processor.sending import _send_signed
 from withdrawals.processor.signing import _sign_assigned, _sign_reserved
-from withdrawals.processor.tracking import ChainView, _track
+from withdrawals.processor.tracking import _track
 
 __all__ = [
     "ACTOR",

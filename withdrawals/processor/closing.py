@@ -17,14 +17,16 @@ from chains.errors import RpcUnavailable
 from chains.rpc import from_quantity
 from config.uow import UnitOfWork, run_in_transaction
 from config.withdrawals import WithdrawalsConfig
+from outgoing.chain import ChainView
+from outgoing.model import AttemptView, FeeCaps, bumped_fee_caps
 from withdrawals import model, service
 from withdrawals import repository as repo
-from withdrawals.model import AttemptView, Event, FeeCaps, State
+from withdrawals.model import Event, State
 from withdrawals.processor.context import ACTOR, ChainContext, StepReport, log
 from withdrawals.processor.receipts import _gas
 from withdrawals.processor.sending import _resend
 from withdrawals.processor.signing import _record_replacement, _sign, _unsigned
-from withdrawals.processor.tracking import ChainView, _landed, _observe
+from withdrawals.processor.tracking import _landed, _observe
 from withdrawals.repository import AttemptRecord, WithdrawalRecord
 
 
@@ -90,7 +92,7 @@ def _sign_closing(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext,
         return None
     assert w.nonce is not None
     previous = max(attempts, key=lambda a: (a.max_fee_per_gas, a.max_priority_fee_per_gas))
-    caps = model.bumped_fee_caps(
+    caps = bumped_fee_caps(
         FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
         view.fresh_caps, cfg.bump_percent)
     purpose = "payout" if as_sent else "cancel"

@@ -19,10 +19,11 @@ from chains.rpc import RpcClient
 from config.chains import ChainConfig
 from config.uow import UnitOfWork
 from config.withdrawals import HotWalletConfig, WithdrawalsConfig
+from outgoing.chain import FeePolicy
+from outgoing.signer import Signer
 from withdrawals import repository as repo
 from withdrawals.errors import SignerUnavailable
 from withdrawals.model import State
-from withdrawals.signer import Signer
 
 log = logging.getLogger("withdrawals.processor")
 #: What operations page on: a payout that waits for the treasury, a withdrawal held.
@@ -40,9 +41,11 @@ class ChainContext:
     rpc: RpcClient
     signer: Signer
     rule: FinalityRule = field(init=False)
+    fees: FeePolicy = field(init=False)
 
     def __post_init__(self) -> None:
         self.rule = parse_finality_rule(self.chain.finality)
+        self.fees = FeePolicy(self.hot.priority_fee_wei, self.hot.max_fee_per_gas_cap_wei)
         if self.signer.address != self.hot.address:
             raise SignerUnavailable(f"signer key is for {self.signer.address}, "
                                     f"not the hot wallet {self.hot.address}")
@@ -74,9 +77,9 @@ def build_context(chains: Any, cfg: WithdrawalsConfig, chain_name: str, *,
                   environ: dict[str, str] | None = None,
                   rpc_url: str | None = None) -> ChainContext:
     """The context of one chain from the configuration, with the signer its hot wallet names
-    (``withdrawals.signer.signer_for``: a local key or a remote signing service; the key or a
+    (``outgoing.signer.signer_for``: a local key or a remote signing service; the key or a
     secret URL comes from ``environ``, which defaults to ``os.environ``)."""
-    from withdrawals.signer import signer_for
+    from outgoing.signer import signer_for
 
     chain = chains.chain(chain_name)
     hot = cfg.hot_wallet(chain_name)

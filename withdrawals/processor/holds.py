@@ -18,10 +18,11 @@ from chains.errors import RpcUnavailable
 from config.errors import CustodyError, DatabaseUnavailable
 from config.uow import UnitOfWork, run_in_transaction, sqlstate
 from ledger.errors import LedgerError
+from outgoing.model import AttemptView
 from withdrawals import repository as repo
 from withdrawals import service
 from withdrawals.errors import InvariantBroken, SettlementMismatch, SettlementRefused
-from withdrawals.model import AttemptView, Event, State
+from withdrawals.model import Event, State
 from withdrawals.processor.context import ACTOR, TRACKED, ChainContext, StepReport, alerts
 from withdrawals.processor.receipts import _mark_included
 from withdrawals.repository import WithdrawalRecord

@@ -9,11 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from chains.evm import decode_receipt_transfers
-from chains.rpc import from_quantity
 from config.uow import UnitOfWork
+from outgoing.chain import gas_paid_wei
+from outgoing.model import AttemptView
 from withdrawals import service
 from withdrawals.errors import SettlementMismatch
-from withdrawals.model import AttemptView, Event, State
+from withdrawals.model import Event, State
 from withdrawals.processor.context import ACTOR, ChainContext
 from withdrawals.repository import AttemptRecord, WithdrawalRecord
 
@@ -35,8 +36,7 @@ def _mark_included(uow: UnitOfWork, w: WithdrawalRecord, landed: AttemptView,
 def _gas(ctx: ChainContext, attempt: AttemptRecord, receipt: dict[str, Any]) -> service.Gas:
     """What the landed attempt paid, in the chain's smallest unit; the ledger entry converts
     it exactly to the native asset's ledger scale."""
-    paid = from_quantity(receipt["gasUsed"]) * from_quantity(receipt["effectiveGasPrice"])
-    return service.Gas(attempt.attempt_no, ctx.chain.native_asset, paid,
+    return service.Gas(attempt.attempt_no, ctx.chain.native_asset, gas_paid_wei(receipt),
                        ctx.chain.native_decimals)
 
 

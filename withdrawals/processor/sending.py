@@ -1,7 +1,7 @@
 """Phase (2), sending: signed attempts are broadcast outside any database transaction and the
 outcome (accepted, or unconfirmed: never failed, since the node may have taken it before its
 answer was lost) is recorded in a new one; ``_resend`` repeats recorded bytes as they are, for
-tracking and closing.
+tracking and closing. Both are the shared mechanism's (``outgoing.chain``).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from chains.errors import ChainError, RpcError, RpcUnavailable
 from config.uow import UnitOfWork, run_in_transaction
 from config.withdrawals import WithdrawalsConfig
+from outgoing import chain as outgoing_chain
 from withdrawals import repository as repo
 from withdrawals import service
 from withdrawals.model import Event, State
-from withdrawals.processor.context import ACTOR, ChainContext, StepReport, _ids, log
+from withdrawals.processor.context import ACTOR, ChainContext, StepReport, _ids
 from withdrawals.repository import AttemptRecord
 
 
@@ -43,20 +43,11 @@ def _send_signed(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, n
 
 
 def _send(ctx: ChainContext, attempt: AttemptRecord) -> tuple[Event, dict[str, Any]]:
-    """Broadcast an attempt's signed bytes. Any failure is an unknown outcome, never a
-    failure: the node may have taken it before the answer was lost."""
-    evidence: dict[str, Any] = {"tx_hash": attempt.tx_hash, "nonce": attempt.nonce}
-    try:
-        ctx.rpc.send_raw_transaction(attempt.raw_tx)
-    except RpcUnavailable as exc:
-        return Event.SEND_UNCONFIRMED, {**evidence, "error": f"no answer: {exc.message}"}
-    except RpcError as exc:
-        return Event.SEND_UNCONFIRMED, {**evidence, "error": f"node error: {exc.message}"}
-    return Event.SEND_ACCEPTED, evidence
+    """Broadcast an attempt's signed bytes (``outgoing.chain.send``). Any failure is an unknown
+    outcome, never a failure: the node may have taken it before the answer was lost."""
+    outcome = outgoing_chain.send(ctx.rpc, attempt)
+    return (Event.SEND_ACCEPTED if outcome.accepted else Event.SEND_UNCONFIRMED), outcome.evidence
 
 
 def _resend(ctx: ChainContext, attempt: AttemptRecord) -> None:
-    try:
-        ctx.rpc.send_raw_transaction(attempt.raw_tx)
-    except ChainError as exc:
-        log.info("re-send of %s: %s", attempt.tx_hash, exc.message)
+    outgoing_chain.resend(ctx.rpc, attempt)

@@ -15,25 +15,22 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from chains.evm import erc20_transfer_calldata
-from chains.rpc import from_quantity
 from config.uow import UnitOfWork, run_in_transaction
 from config.withdrawals import WithdrawalsConfig
 from ledger import chart
 from ledger import service as ledger
+from outgoing import chain as outgoing_chain
+from outgoing.model import FeeCaps
+from outgoing.signer import SignedTx, UnsignedTx
 from withdrawals import model, service
 from withdrawals import repository as repo
-from withdrawals.errors import SignerAnswerInvalid, SignerUnavailable
-from withdrawals.model import Event, FeeCaps, State
+from withdrawals.model import Event, State
 from withdrawals.processor.context import ACTOR, ChainContext, StepReport, _ids, alerts, log
 from withdrawals.repository import AttemptRecord, WithdrawalRecord
-from withdrawals.signer import SignedTx, UnsignedTx
 
 
 def _fresh_caps(ctx: ChainContext) -> FeeCaps:
-    latest = ctx.rpc.request("eth_getBlockByNumber", ["latest", False])
-    base_fee = from_quantity(latest.get("baseFeePerGas", "0x0"))
-    return model.initial_fee_caps(base_fee, ctx.hot.priority_fee_wei,
-                                  ctx.hot.max_fee_per_gas_cap_wei)
+    return outgoing_chain.fresh_caps(ctx.rpc, ctx.fees)
 
 
 def _gas_limit(ctx: ChainContext, w: WithdrawalRecord, purpose: str) -> int:
@@ -210,17 +207,9 @@ def _assigned_tx(ctx: ChainContext, w: WithdrawalRecord | None,
 
 
 def _sign(ctx: ChainContext, unsigned: UnsignedTx, withdrawal_id: int) -> SignedTx | None:
-    """Call the signer; never inside a database transaction (a remote signer may take its whole
-    timeout). None when it cannot sign now: nothing was recorded or sent, so nothing is lost."""
-    try:
-        return ctx.signer.sign(unsigned)
-    except SignerAnswerInvalid as exc:
-        alerts.critical("withdrawal %s: signer answer refused (nonce %s): %s; check the signer",
-                        withdrawal_id, unsigned.nonce, exc.message)
-    except SignerUnavailable as exc:
-        log.warning("withdrawal %s: signer unavailable (nonce %s): %s", withdrawal_id,
-                    unsigned.nonce, exc.message)
-    return None
+    """The shared mechanism's signer call (``outgoing.chain.sign``): outside any transaction,
+    None when it cannot sign now (nothing was recorded or sent, so nothing is lost)."""
+    return outgoing_chain.sign(ctx.signer, unsigned, f"withdrawal {withdrawal_id}")
 
 
 def _record_first(uow: UnitOfWork, ctx: ChainContext, withdrawal_id: int,
@@ -261,15 +250,13 @@ def _record_attempt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
     """Record a signed attempt with its history row (the row locked by the caller); it is sent
     after the commit."""
     caps = FeeCaps(unsigned.max_fee_per_gas, unsigned.max_priority_fee_per_gas)
-    attempt_id = repo.insert_attempt(
+    attempt = repo.insert_attempt(
         uow.conn, withdrawal_id=w.id, attempt_no=attempt_no, chain=ctx.chain.name,
         hot_wallet=ctx.hot.address, nonce=unsigned.nonce, tx_hash=signed.tx_hash,
         raw_tx=signed.raw_tx, max_fee_per_gas=caps.max_fee_per_gas,
         max_priority_fee_per_gas=caps.max_priority_fee_per_gas, gas_limit=unsigned.gas_limit,
         at=now, purpose=purpose)
-    service.apply(uow, w, event, now=now, actor=ACTOR, reason=reason, attempt_id=attempt_id,
+    service.apply(uow, w, event, now=now, actor=ACTOR, reason=reason, attempt_id=attempt.id,
                   evidence={"tx_hash": signed.tx_hash, "nonce": unsigned.nonce,
                             "attempt_no": attempt_no, "purpose": purpose, **_caps_json(caps)})
-    return AttemptRecord(attempt_id, w.id, attempt_no, ctx.chain.name, ctx.hot.address,
-                         unsigned.nonce, signed.tx_hash, signed.raw_tx, caps.max_fee_per_gas,
-                         caps.max_priority_fee_per_gas, unsigned.gas_limit, now, purpose)
+    return attempt

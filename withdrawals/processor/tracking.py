@@ -1,76 +1,41 @@
-"""Phase (3), tracking every in-flight withdrawal, each in its own transactions: the chain as seen
-for it (``ChainView``, ``_observe``: receipts of all its attempts, the hot wallet's nonce at the
-final height and at latest), the attempt that landed and its finality (``_landed``), the
-booking of a final receipt (``_on_receipt``: settled, or released if reverted; a refusal is
-held), a reorg before finality (back to broadcast tracking, the same bytes sent again), and the
-unknown ladder (``_ladder``) with its fee-bumped replacements, signed outside any transaction
-(``_replace_if_due``).
+"""Phase (3), tracking every in-flight withdrawal, each in its own transactions: the chain as
+seen for it (``_observe``, the shared mechanism's ``outgoing.chain.observe``: receipts of all its
+attempts, the hot wallet's nonce at the final height and at latest), the attempt that landed
+and its finality (``_landed``), the booking of a final receipt (``_on_receipt``: settled, or
+released if reverted; a refusal is held), a reorg before finality (back to broadcast tracking,
+the same bytes sent again), and the unknown ladder (``_ladder``) with its fee-bumped
+replacements, signed outside any transaction (``_replace_if_due``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from chains.errors import RpcUnavailable
-from chains.evm import receipt_succeeded
-from chains.model import Confirmations, FinalityEvidence, evaluate_finality
+from chains.model import FinalityEvidence
 from chains.rpc import from_quantity
 from config.uow import UnitOfWork, run_in_transaction
 from config.withdrawals import WithdrawalsConfig
+from outgoing import chain as outgoing_chain
+from outgoing.chain import ChainView
+from outgoing.model import AttemptView, FeeCaps, bumped_fee_caps
 from withdrawals import model, service
 from withdrawals import repository as repo
 from withdrawals.errors import SettlementRefused
-from withdrawals.model import AttemptView, Event, FeeCaps, State
+from withdrawals.model import Event, State
 from withdrawals.processor.context import ACTOR, TRACKED, ChainContext, StepReport, _ids, log
 from withdrawals.processor.holds import _hold_or_log, _refusal, _transient
 from withdrawals.processor.receipts import _check_payout, _gas, _mark_included
 from withdrawals.processor.sending import _resend
-from withdrawals.processor.signing import _fresh_caps, _record_replacement, _sign, _unsigned
+from withdrawals.processor.signing import _record_replacement, _sign, _unsigned
 from withdrawals.repository import AttemptRecord, WithdrawalRecord
 
 
-@dataclass(frozen=True)
-class ChainView:
-    """The chain as seen for one withdrawal."""
-
-    attempts: tuple[AttemptView, ...]
-    receipts: dict[str, dict[str, Any]]
-    head: int
-    finalized_block: int | None
-    final_height: int
-    finalized_nonce: int
-    latest_nonce: int
-    fresh_caps: FeeCaps
-
-
 def _observe(ctx: ChainContext, attempts: list[AttemptRecord]) -> ChainView:
-    receipts = ctx.rpc.get_receipts([a.tx_hash for a in attempts])
-    head = ctx.rpc.block_number()
-    finalized = ctx.rpc.get_block("finalized")
-    finalized_block = finalized.number if finalized else None
-    if isinstance(ctx.rule, Confirmations):
-        final_height = max(0, head - ctx.rule.required + 1)
-    else:
-        final_height = finalized_block or 0
-    views = []
-    found: dict[str, dict[str, Any]] = {}
-    for a, receipt in zip(attempts, receipts, strict=True):
-        if receipt is not None:
-            found[a.tx_hash] = receipt
-            views.append(AttemptView(
-                a.id, a.tx_hash, a.nonce, from_quantity(receipt["blockNumber"]),
-                str(receipt["blockHash"]).lower(), receipt_succeeded(receipt), True))
-        else:
-            known = ctx.rpc.get_transaction(a.tx_hash) is not None
-            views.append(AttemptView(a.id, a.tx_hash, a.nonce, None, None, None, known))
-    return ChainView(tuple(views), found, head, finalized_block, final_height,
-                     ctx.rpc.get_transaction_count(ctx.hot.address, final_height),
-                     ctx.rpc.get_transaction_count(ctx.hot.address, "latest"), _fresh_caps(ctx))
+    return outgoing_chain.observe(ctx.rpc, ctx.rule, ctx.hot.address, attempts, ctx.fees)
 
 
 def _track(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *, now: datetime,
@@ -127,15 +92,7 @@ def _track_one(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, withdr
 def _landed(ctx: ChainContext,
             view: ChainView) -> tuple[AttemptView | None, tuple[bool, FinalityEvidence] | None]:
     """The attempt with a receipt (at most one: they share a nonce) and its finality."""
-    landed = next((a for a in view.attempts if a.receipt_block is not None), None)
-    if landed is None:
-        return None, None
-    assert landed.receipt_block is not None and landed.receipt_block_hash is not None
-    canonical = ctx.rpc.get_block(landed.receipt_block)
-    return landed, evaluate_finality(
-        ctx.rule, tx_block=landed.receipt_block, tx_block_hash=landed.receipt_block_hash,
-        head_block=view.head, finalized_block=view.finalized_block,
-        canonical_hash=canonical.hash if canonical else None)
+    return outgoing_chain.landed(ctx.rpc, ctx.rule, view)
 
 
 def _on_receipt(uow: UnitOfWork, ctx: ChainContext, w: WithdrawalRecord,
@@ -217,7 +174,7 @@ def _replace_if_due(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext,
         return False
     assert w.nonce is not None
     previous = attempts[-1]
-    caps = model.bumped_fee_caps(
+    caps = bumped_fee_caps(
         FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
         view.fresh_caps, cfg.bump_percent)
     unsigned = _unsigned(ctx, w, w.nonce, caps)

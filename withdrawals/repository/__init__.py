@@ -9,7 +9,8 @@ transaction.
   limit lock and what a reserve reads under it) and ``withdrawal_reserve_record`` (the reserved
   withdrawal, its history row and outbox event), on the psycopg connection directly.
 - ``decisions``: approvals and write-off votes.
-- ``attempts``: hot wallet nonces, signed broadcast attempts, the processor's per-chain lock.
+- ``attempts``: the withdrawal side of ``outgoing.repository`` (hot wallet nonces, signed
+  attempts) and the processor's per-chain lock.
 - ``returns``: returned payouts linked to their withdrawals.
 - ``holds``: the gas float's reads (the maximum gas still committed on a chain, the
   withdrawals waiting for it) and the cases a hold opens, with their resolutions.

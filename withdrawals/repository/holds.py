@@ -33,7 +33,7 @@ def in_flight_max_gas(conn: Connection, chain: str, states: Sequence[State], *,
         "  CASE WHEN w.token IS NULL THEN CAST(:gn AS numeric) ELSE CAST(:gt AS numeric) END "
         "  * CAST(:fee AS numeric))), 0) "
         "FROM withdrawals w "
-        "LEFT JOIN LATERAL (SELECT x.gas_limit, x.max_fee_per_gas FROM withdrawal_attempts x "
+        "LEFT JOIN LATERAL (SELECT x.gas_limit, x.max_fee_per_gas FROM outgoing_attempts x "
         "  WHERE x.withdrawal_id = w.id ORDER BY x.attempt_no DESC LIMIT 1) a ON true "
         "WHERE w.chain = :c AND (w.state = ANY(:s) OR (w.state = 'written_off' "
         "  AND w.nonce IS NOT NULL AND w.nonce_closed_at IS NULL))"),

@@ -22,7 +22,7 @@ BEGIN
   END IF;
   SELECT * INTO w FROM withdrawals WHERE id = NEW.withdrawal_id;
   IF NEW.attempt_id IS NOT NULL THEN
-    SELECT a.tx_hash INTO hash FROM withdrawal_attempts a WHERE a.id = NEW.attempt_id;
+    SELECT a.tx_hash INTO hash FROM outgoing_attempts a WHERE a.id = NEW.attempt_id;
   END IF;
   PERFORM outbox_withdrawal_event_write(w, NEW, hash);
   RETURN NULL;

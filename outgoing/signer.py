@@ -1,10 +1,12 @@
 """Signing behind an interface, ``Signer``: ``LocalKeySigner`` (a key from the environment,
 development chains only) and ``RemoteSigner`` (a KMS, HSM or MPC service over HTTP, with a
-timeout). ``signer_for`` builds the one a hot wallet's configuration names.
+timeout). ``signer_for`` builds the one a hot wallet's configuration names;
+``address_signers_for`` the signers of deposit addresses by derivation path (``AddressSigners``:
+the development mnemonic's keys, or none for an xpub).
 
-The processor calls a signer outside every database transaction (no row lock is held while a
-remote service thinks), so a signer may be slow or fail: ``SignerUnavailable`` leaves the
-withdrawal in ``signing`` with its nonce, to be signed again later. A remote signer's answer is
+The outgoing mechanism calls a signer outside every database transaction (no row lock is held
+while a remote service thinks), so a signer may be slow or fail: ``SignerUnavailable`` leaves
+the movement in ``signing`` with its nonce, to be signed again later. A remote signer's answer is
 decoded and checked against what was asked (``check_signed``) before it is trusted.
 
 The local key is read from an environment variable when the signer is built and kept only in
@@ -21,12 +23,14 @@ from typing import Any, Protocol
 
 import requests
 from eth_account import Account
+from eth_account.signers.local import LocalAccount
 from eth_account.typed_transactions.typed_transaction import TypedTransaction
 from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 
+from chains.addresses import AddressSource, MnemonicAddressSource
 from config.withdrawals import HotWalletConfig
-from withdrawals.errors import SignerAnswerInvalid, SignerUnavailable
+from outgoing.errors import SignerAnswerInvalid, SignerUnavailable
 
 #: Chain ids of development chains (anvil, hardhat, ganache): the local signer refuses others.
 DEV_CHAIN_IDS = frozenset({31337, 1337})
@@ -55,11 +59,11 @@ class SignedTx:
 
 
 class Signer(Protocol):
-    """Signs payouts of one hot wallet."""
+    """Signs the transactions of one address we send from (a hot wallet, a deposit address)."""
 
     @property
     def address(self) -> str:
-        """The hot wallet address (lower-case)."""
+        """The sending address (lower-case)."""
         ...
 
     def sign(self, tx: UnsignedTx) -> SignedTx:
@@ -68,7 +72,9 @@ class Signer(Protocol):
 
 
 class LocalKeySigner:
-    """A private key from the environment, for development chains only."""
+    """A private key held in this process, for development chains only: read from an
+    environment variable (a hot wallet, ``LocalKeySigner(key_env)``) or derived from the
+    development mnemonic (a deposit address, ``MnemonicAddressSigners``)."""
 
     def __init__(self, key_env: str, *, environ: Mapping[str, str] | None = None) -> None:
         source = os.environ if environ is None else environ
@@ -80,6 +86,14 @@ class LocalKeySigner:
         except (ValueError, TypeError):
             raise SignerUnavailable(f"{key_env} does not hold a valid private key") from None
         self._key_env = key_env
+
+    @classmethod
+    def of_account(cls, account: LocalAccount, where: str) -> LocalKeySigner:
+        """A signer for a key already derived (``where`` names its origin in ``repr``)."""
+        signer = cls.__new__(cls)
+        signer._account = account
+        signer._key_env = where
+        return signer
 
     def __repr__(self) -> str:
         return f"LocalKeySigner(address={self.address}, key_env={self._key_env})"
@@ -101,6 +115,46 @@ class LocalKeySigner:
         })
         return SignedTx("0x" + bytes(signed.raw_transaction).hex(),
                         "0x" + bytes(signed.hash).hex())
+
+
+class AddressSigners(Protocol):
+    """Signers of deposit addresses, by derivation index (the address source's path
+    ``m/44'/60'/<account>'/0/<index>``). A production deployment plugs in an external signer
+    here; an address source without one (an xpub) has none (``address_signers_for``: None)."""
+
+    def signer(self, index: int, address: str) -> Signer:
+        """The signer of the deposit address at ``index``, which must be ``address``
+        (SignerUnavailable otherwise)."""
+        ...
+
+
+class MnemonicAddressSigners:
+    """Deposit-address keys derived from the development mnemonic (development chains only:
+    ``LocalKeySigner`` refuses other chain ids)."""
+
+    def __init__(self, source: MnemonicAddressSource) -> None:
+        self._source = source
+
+    def __repr__(self) -> str:
+        return f"MnemonicAddressSigners(account={self._source.account})"
+
+    def signer(self, index: int, address: str) -> Signer:
+        """The derived key of ``index``; refused if it is not ``address``'s."""
+        signer = LocalKeySigner.of_account(self._source.account_for(index),
+                                           f"mnemonic path {self._source.path_for(index)}")
+        if signer.address != address.lower():
+            raise SignerUnavailable(f"derivation index {index} is {signer.address}, "
+                                    f"not {address.lower()}")
+        return signer
+
+
+def address_signers_for(source: AddressSource) -> AddressSigners | None:
+    """The signers an address source offers: the development mnemonic's derived keys, or None
+    for a source that holds no key (an xpub): its sweeps are proposed and listed, never
+    signed, until an external signer is plugged in."""
+    if isinstance(source, MnemonicAddressSource):
+        return MnemonicAddressSigners(source)
+    return None
 
 
 def _checksum(address: str) -> str:

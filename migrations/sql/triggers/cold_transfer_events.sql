@@ -1,0 +1,8 @@
+-- cold_transfer_events: append-only. UPDATE, DELETE and TRUNCATE raise for every role, the owner included.
+
+DROP TRIGGER IF EXISTS cold_transfer_events_append_only ON cold_transfer_events;
+CREATE TRIGGER cold_transfer_events_append_only BEFORE UPDATE OR DELETE ON cold_transfer_events
+  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+DROP TRIGGER IF EXISTS cold_transfer_events_no_truncate ON cold_transfer_events;
+CREATE TRIGGER cold_transfer_events_no_truncate BEFORE TRUNCATE ON cold_transfer_events
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
