@@ -181,26 +181,39 @@ def read_balances(
     per_chunk = max(1, min(limit, rpc.batch_size_max) // (1 + len(contracts)))
     native: dict[str, int] = {}
     held: dict[tuple[str, str], int] = {}
-    for start in range(0, len(holders), per_chunk):
-        chunk = holders[start:start + per_chunk]
-        _read_chunk(rpc, block_number, chunk, contracts, native, held)
-        if on_progress is not None:
-            on_progress(start + len(chunk), len(holders))
-    if _block_hash(rpc, block_number, replaced=True) != block_hash:
-        raise BalanceBlockReplaced(
-            f"block {block_number} changed during the balance read (was {block_hash}): "
-            "read again")
+    try:
+        for start in range(0, len(holders), per_chunk):
+            chunk = holders[start:start + per_chunk]
+            _read_chunk(rpc, block_number, chunk, contracts, native, held)
+            if on_progress is not None:
+                on_progress(start + len(chunk), len(holders))
+    except BalanceUnreadable:
+        # A block that vanished in a reorg makes the remaining items fail ("block out of
+        # range"): say so rather than blame one address.
+        _check_unchanged(rpc, block_number, block_hash)
+        raise
+    _check_unchanged(rpc, block_number, block_hash)
     return Balances(block_number, block_hash, MappingProxyType(native), MappingProxyType(held))
 
 
-def _block_hash(rpc: RpcClient, block_number: int, *, replaced: bool = False) -> str:
+def _block_hash(rpc: RpcClient, block_number: int) -> str:
     header = rpc.get_block(block_number)
     if header is None:
-        if replaced:
-            raise BalanceBlockReplaced(
-                f"block {block_number} disappeared during the balance read (a rollback)")
         raise BalanceBlockMissing(f"the node has no block {block_number} yet")
     return header.hash
+
+
+def _check_unchanged(rpc: RpcClient, block_number: int, block_hash: str) -> None:
+    """Raise BalanceBlockReplaced unless the node's block at the height still has the hash."""
+    header = rpc.get_block(block_number)
+    if header is None:
+        raise BalanceBlockReplaced(
+            f"block {block_number} disappeared during the balance read (a rollback): "
+            "read again")
+    if header.hash != block_hash:
+        raise BalanceBlockReplaced(
+            f"block {block_number} changed during the balance read ({block_hash} became "
+            f"{header.hash}): read again")
 
 
 def _read_chunk(rpc: RpcClient, block_number: int, chunk: Sequence[str],
