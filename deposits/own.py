@@ -6,8 +6,10 @@ A transfer to a hot or cold address is a deposit of the same history (booking ``
 watcher's settling transaction (``deposits.service.settle_final`` calls :func:`plan`):
 
 - a movement we made, recorded by key in ``internal_transfers`` before it was sent (the
-  outgoing-transaction mechanism of sweeps, gas top-ups and hot/cold transfers writes it; today
-  only tests do), is ``internal``: custody-neutral, no posting, the match as evidence;
+  sweeper writes it with every attempt of a sweep, gas top-up or cold transfer), is
+  ``internal``: custody-neutral, no posting, the match as evidence; so is a refill of the hot
+  wallet from one of our cold addresses that matches an open refill request (same chain,
+  asset, source, destination and exact amount, oldest first, each at most once);
 - a funding an operator declared in advance (:func:`declare_funding`), matched by (chain, asset,
   from address, exact amount), oldest unmatched first, each at most once (the funding row is
   locked; ``treasury_funding_matches`` holds one row per funding), is ``capital``:
@@ -101,6 +103,13 @@ def plan(uow: UnitOfWork, chain: ChainConfig, d: DepositRecord, account: Account
     """
     assert d.asset_code is not None and d.amount_minor is not None
     internal = repo.internal_transfer(uow.conn, d.key)
+    if internal is None and d.address_kind == "hot" and d.from_address in chain.cold_addresses:
+        refill = repo.match_refill(uow.conn, d.key, d.token, d.from_address, d.to_address,
+                                   d.value, now)
+        if refill is not None:
+            return OwnPlan(E.INTERNAL_MATCHED, {**evidence, "rule": rule,
+                                                "address_kind": d.address_kind,
+                                                "refill_request_id": refill}, None)
     funding = None
     if internal is None:
         funding = repo.lock_unmatched_funding(uow.conn, chain.name, d.asset_code,

@@ -234,6 +234,7 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
     existing = repo.lock_deposits(uow.conn, [(chain.name, o.transfer.tx_hash,
                                                o.transfer.position) for o in observations])
     new_rows, batch = [], _Batch(now)
+    ours = _internal_to_deposit_addresses(uow, chain, observations)
     for o in observations:
         t = o.transfer
         key = (chain.name, t.tx_hash, t.position)
@@ -242,7 +243,8 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
         where = {"block_number": t.block_number, "block_hash": t.block_hash,
                  "confirmations": confirmations}
         if seen is None:
-            new_rows.append(_new_row(config, chain, o, users.get(t.to_address), where))
+            new_rows.append(_new_row(config, chain, o, users.get(t.to_address), where,
+                                     internal=key in ours))
         elif seen.state == S.UNCONFIRMED:
             batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
                       evidence={"log_index": t.log_index})
@@ -277,14 +279,29 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
     return len(new_rows), finals
 
 
+def _internal_to_deposit_addresses(uow: UnitOfWork, chain: ChainConfig,
+                                   observations: Sequence[Observation]) -> set[Key]:
+    """The keys of transfers from our own addresses to deposit addresses that we made (a gas
+    top-up, recorded in ``internal_transfers`` before it was sent): they are not the user's
+    deposit. Only transfers sent from one of our own addresses are looked up."""
+    own = chain.own_addresses
+    keys = [(chain.name, o.transfer.tx_hash, o.transfer.position) for o in observations
+            if o.transfer.from_address in own and chain.address_kind(o.transfer.to_address)
+            is None]
+    return repo.internal_transfer_keys(uow.conn, keys) if keys else set()
+
+
 def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: str | None,
-             where: Mapping[str, Any]) -> dict[str, Any]:
+             where: Mapping[str, Any], *, internal: bool = False) -> dict[str, Any]:
+    """A new deposit row. ``internal``: a movement we made to a deposit address (a gas top-up):
+    booked ``own`` with no user, settled as internal at finality like one to a hot address."""
     t = o.transfer
     kind = chain.address_kind(t.to_address)
-    if kind is not None:
+    if kind is not None or internal:
         user_id = None
     decision = model.decide_booking(t.value, _listing(config, chain, t.token), user_id=user_id,
-                                    token_symbol=o.token_symbol, own=kind is not None)
+                                    token_symbol=o.token_symbol,
+                                    own=kind is not None or internal)
     ignored = decision.booking is Booking.IGNORE
     return {
         "chain": chain.name, "tx_hash": t.tx_hash, "position": t.position, "token": t.token,

@@ -66,8 +66,10 @@ from deposits.repository.own import (
     insert_funding_match,
     insert_internal_transfer,
     internal_transfer,
+    internal_transfer_keys,
     lock_case_votes,
     lock_unmatched_funding,
+    match_refill,
 )
 
 __all__ = [
@@ -108,6 +110,8 @@ __all__ = [
     "insert_inbox",
     "insert_internal_transfer",
     "internal_transfer",
+    "internal_transfer_keys",
+    "match_refill",
     "lock_address_family",
     "lock_case",
     "lock_case_votes",

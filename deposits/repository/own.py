@@ -3,7 +3,7 @@ votes of two-admin case resolutions, and the deposit addresses a reserve check r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,35 @@ def insert_internal_transfer(conn: Connection, key: Key, kind: str, reference: s
                 "VALUES (:c, :t, :p, :k, :r) ON CONFLICT DO NOTHING"),
         {"c": key[0], "t": key[1].lower(), "p": key[2], "k": kind, "r": reference},
     )
+
+
+def internal_transfer_keys(conn: Connection, keys: Sequence[Key]) -> set[Key]:
+    """Which of ``keys`` are recorded movements of ours (one query)."""
+    rows = conn.execute(
+        sa.text("SELECT i.chain, i.tx_hash, i.position FROM internal_transfers i JOIN "
+                "unnest(CAST(:c AS text[]), CAST(:t AS text[]), CAST(:p AS text[])) "
+                "AS k(chain, tx_hash, position) USING (chain, tx_hash, position)"),
+        {"c": [k[0] for k in keys], "t": [k[1].lower() for k in keys], "p": [k[2] for k in keys]})
+    return {(r.chain, r.tx_hash, r.position) for r in rows}
+
+
+def match_refill(conn: Connection, key: Key, token: str | None, source: str, destination: str,
+                 value: int, at: datetime) -> int | None:
+    """Match a final transfer from a cold address to the hot wallet with the oldest open refill
+    request of the same chain, token, source, destination and exact amount (locked; matched at
+    most once). The id of the request it matched, or None."""
+    row = conn.execute(
+        sa.text("SELECT id FROM refill_requests WHERE chain = :c AND state = 'open' "
+                "AND token IS NOT DISTINCT FROM :t AND source = :s AND destination = :d "
+                "AND amount = :v ORDER BY id LIMIT 1 FOR UPDATE"),
+        {"c": key[0], "t": token, "s": source, "d": destination, "v": str(value)}).first()
+    if row is None:
+        return None
+    conn.execute(
+        sa.text("UPDATE refill_requests SET state = 'matched', matched_tx_hash = :h, "
+                "matched_position = :p, updated_at = :at WHERE id = :i"),
+        {"h": key[1], "p": key[2], "at": at, "i": row.id})
+    return int(row.id)
 
 
 def internal_transfer(conn: Connection, key: Key) -> InternalTransfer | None:

@@ -1,0 +1,359 @@
+"""The movements' tables: one row and one append-only history per movement (``sweeps`` /
+``sweep_events``, ``gas_top_ups`` / ``gas_top_up_events``, ``cold_transfers`` /
+``cold_transfer_events``), cold-transfer approvals, refill requests, and the per-address
+records that say what each deposit address should hold.
+
+Every function takes an open connection and never commits. Amounts are ``int`` in the chain's
+smallest unit (``numeric(78,0)`` columns).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ledger.repository import to_int
+from sweeps.model import Kind, State
+
+
+@dataclass(frozen=True)
+class Table:
+    """Where a kind lives: its table, its history table, and the column naming it there and in
+    ``outgoing_attempts``."""
+
+    table: str
+    events: str
+    ref: str
+
+
+TABLES = {Kind.SWEEP: Table("sweeps", "sweep_events", "sweep_id"),
+          Kind.GAS_TOP_UP: Table("gas_top_ups", "gas_top_up_events", "top_up_id"),
+          Kind.COLD_TRANSFER: Table("cold_transfers", "cold_transfer_events", "cold_transfer_id")}
+#: Columns a transition may set besides the state (anything else is refused).
+TRANSITION_COLUMNS = frozenset({"state_reason", "nonce", "landed_attempt_id", "gas_paid",
+                                "swept_amount", "top_up_id"})
+_AMOUNTS = ("amount", "available", "customer_amount", "swept_amount", "gas_paid")
+
+
+@dataclass(frozen=True)
+class Movement:
+    """A stored movement of any kind (its current row); ``data`` holds every column, amounts
+    as ``int``."""
+
+    kind: Kind
+    data: dict[str, Any]
+
+    @property
+    def id(self) -> int:
+        """Its id within its kind."""
+        return int(self.data["id"])
+
+    @property
+    def chain(self) -> str:
+        """Its chain."""
+        return str(self.data["chain"])
+
+    @property
+    def state(self) -> State:
+        """Its state."""
+        return State(self.data["state"])
+
+    @property
+    def sender(self) -> str:
+        """The address it is sent from (a sweep: the deposit address)."""
+        return str(self.data["address"] if self.kind is Kind.SWEEP else self.data["sender"])
+
+    @property
+    def nonce(self) -> int | None:
+        """Its nonce, once assigned."""
+        return None if self.data["nonce"] is None else int(self.data["nonce"])
+
+    @property
+    def gas_limit(self) -> int:
+        """The gas limit of its attempts."""
+        return int(self.data["gas_limit"])
+
+    def amount(self, name: str) -> int:
+        """An amount column (``amount``, ``available``, ...) as ``int`` (0 when NULL)."""
+        value = self.data.get(name)
+        return 0 if value is None else int(value)
+
+
+def _movement(kind: Kind, row: Any) -> Movement:
+    data = dict(row._mapping)
+    for name in _AMOUNTS:
+        if name in data and data[name] is not None:
+            data[name] = to_int(data[name])
+    return Movement(kind, data)
+
+
+def get(conn: Connection, kind: Kind, movement_id: int, *,
+        for_update: bool = False) -> Movement | None:
+    """One movement, row-locked with ``for_update``."""
+    lock = " FOR UPDATE" if for_update else ""
+    row = conn.execute(sa.text(f"SELECT * FROM {TABLES[kind].table} WHERE id = :i{lock}"),
+                       {"i": movement_id}).first()
+    return None if row is None else _movement(kind, row)
+
+
+def ids_in_states(conn: Connection, kind: Kind, chain: str, states: Iterable[State],
+                  limit: int) -> list[int]:
+    """Ids of ``chain``'s movements of ``kind`` in ``states``, oldest first."""
+    return [int(i) for i in conn.execute(
+        sa.text(f"SELECT id FROM {TABLES[kind].table} WHERE chain = :c "
+                "AND state = ANY(:s) ORDER BY id LIMIT :n"),
+        {"c": chain, "s": [str(s) for s in states], "n": limit}).scalars()]
+
+
+def list_movements(conn: Connection, kind: Kind, *, chain: str | None = None,
+                   states: Sequence[State] | None = None, limit: int = 200) -> list[Movement]:
+    """Movements of ``kind``, newest first, optionally of one chain and some states."""
+    where: list[str] = ["true"]
+    params: dict[str, Any] = {"n": limit}
+    if chain is not None:
+        where.append("chain = :c")
+        params["c"] = chain
+    if states is not None:
+        where.append("state = ANY(:s)")
+        params["s"] = [str(s) for s in states]
+    rows = conn.execute(sa.text(f"SELECT * FROM {TABLES[kind].table} WHERE "
+                                f"{' AND '.join(where)} ORDER BY id DESC LIMIT :n"), params)
+    return [_movement(kind, r) for r in rows]
+
+
+def record(conn: Connection, m: Movement, *, to_state: State, event: str, actor: str,
+           at: datetime, reason: str | None = None, evidence: dict[str, Any] | None = None,
+           attempt_id: int | None = None, ledger_transaction_id: int | None = None,
+           **columns: Any) -> Movement:
+    """Move ``m`` (row locked by the caller) to ``to_state``, setting ``columns`` (only
+    ``TRANSITION_COLUMNS``), and append its history row; returns the updated movement."""
+    unknown = set(columns) - TRANSITION_COLUMNS
+    if unknown:
+        raise ValueError(f"not a transition column: {sorted(unknown)}")
+    t = TABLES[m.kind]
+    sets = ", ".join(["state = :state", "updated_at = :at"] + [f"{c} = :{c}" for c in columns])
+    values = {c: (str(v) if isinstance(v, int) and c in _AMOUNTS else v)
+              for c, v in columns.items()}
+    row = conn.execute(sa.text(f"UPDATE {t.table} SET {sets} WHERE id = :id RETURNING *"),
+                       {**values, "state": str(to_state), "at": at, "id": m.id}).first()
+    assert row is not None, f"{m.kind} {m.id} exists"
+    conn.execute(
+        sa.text(f"INSERT INTO {t.events} ({t.ref}, from_state, to_state, event, reason, "
+                "evidence, actor, ledger_transaction_id, attempt_id, occurred_at) VALUES "
+                "(:m, :f, :t, :e, :r, CAST(:ev AS jsonb), :a, :l, :att, :at)"),
+        {"m": m.id, "f": str(m.state), "t": str(to_state), "e": event, "r": reason,
+         "ev": json.dumps(evidence or {}, default=str), "a": actor,
+         "l": ledger_transaction_id, "att": attempt_id, "at": at})
+    return _movement(m.kind, row)
+
+
+def _created(conn: Connection, kind: Kind, movement_id: int, state: State, actor: str,
+             at: datetime, reason: str, evidence: dict[str, Any]) -> None:
+    t = TABLES[kind]
+    conn.execute(
+        sa.text(f"INSERT INTO {t.events} ({t.ref}, from_state, to_state, event, reason, "
+                "evidence, actor, occurred_at) VALUES (:m, NULL, :t, 'planned', :r, "
+                "CAST(:ev AS jsonb), :a, :at)"),
+        {"m": movement_id, "t": str(state), "r": reason,
+         "ev": json.dumps(evidence, default=str), "a": actor, "at": at})
+
+
+def insert_sweep(conn: Connection, *, chain: str, address: str, derivation_index: int,
+                 destination: str, asset: str, token: str | None, available: int,
+                 customer_amount: int, state: State, gas_limit: int, actor: str, at: datetime,
+                 reason: str, evidence: dict[str, Any]) -> int | None:
+    """Plan a sweep of ``address``; None if the address already has an open sweep (one at a
+    time per address: the partial unique index decides, so two planners cannot both win)."""
+    row = conn.execute(
+        sa.text("INSERT INTO sweeps (chain, address, derivation_index, destination, asset, "
+                "token, available, customer_amount, state, gas_limit, created_at, updated_at) "
+                "VALUES (:c, :a, :i, :d, :asset, :t, :av, :cu, :s, :g, :at, :at) "
+                "ON CONFLICT (chain, address) WHERE state NOT IN ('final', 'reverted', "
+                "'dropped') DO NOTHING RETURNING id"),
+        {"c": chain, "a": address, "i": derivation_index, "d": destination, "asset": asset,
+         "t": token, "av": str(available), "cu": str(customer_amount), "s": str(state),
+         "g": gas_limit, "at": at}).first()
+    if row is None:
+        return None
+    _created(conn, Kind.SWEEP, int(row.id), state, actor, at, reason, evidence)
+    return int(row.id)
+
+
+def insert_top_up(conn: Connection, *, chain: str, sender: str, address: str, amount: int,
+                  gas_limit: int, actor: str, at: datetime, reason: str,
+                  evidence: dict[str, Any]) -> int:
+    """Plan a gas top-up of ``address`` from the hot wallet ``sender``."""
+    top_up_id = int(conn.execute(
+        sa.text("INSERT INTO gas_top_ups (chain, sender, address, amount, state, gas_limit, "
+                "created_at, updated_at) VALUES (:c, :s, :a, :amt, 'ready', :g, :at, :at) "
+                "RETURNING id"),
+        {"c": chain, "s": sender, "a": address, "amt": str(amount), "g": gas_limit,
+         "at": at}).scalar_one())
+    _created(conn, Kind.GAS_TOP_UP, top_up_id, State.READY, actor, at, reason, evidence)
+    return top_up_id
+
+
+def insert_cold_transfer(conn: Connection, *, chain: str, asset: str, token: str | None,
+                         sender: str, destination: str, amount: int, approvals_required: int,
+                         proposed_by: str, reason: str, gas_limit: int, at: datetime,
+                         evidence: dict[str, Any]) -> int:
+    """Propose a transfer from the hot wallet to cold (signed only once approved)."""
+    cold_id = int(conn.execute(
+        sa.text("INSERT INTO cold_transfers (chain, asset, token, sender, destination, amount, "
+                "approvals_required, proposed_by, reason, state, gas_limit, created_at, "
+                "updated_at) VALUES (:c, :asset, :t, :s, :d, :amt, :n, :p, :r, 'proposed', :g, "
+                ":at, :at) RETURNING id"),
+        {"c": chain, "asset": asset, "t": token, "s": sender, "d": destination,
+         "amt": str(amount), "n": approvals_required, "p": proposed_by, "r": reason,
+         "g": gas_limit, "at": at}).scalar_one())
+    _created(conn, Kind.COLD_TRANSFER, cold_id, State.PROPOSED, proposed_by, at, reason,
+             evidence)
+    return cold_id
+
+
+def cold_decisions(conn: Connection, cold_transfer_id: int) -> dict[str, str]:
+    """Admin -> decision (``approve`` or ``reject``) recorded on a cold transfer."""
+    return {r.approver: r.decision for r in conn.execute(
+        sa.text("SELECT approver, decision FROM cold_transfer_approvals "
+                "WHERE cold_transfer_id = :i"), {"i": cold_transfer_id})}
+
+
+def insert_cold_decision(conn: Connection, cold_transfer_id: int, approver: str, decision: str,
+                         reason: str | None, at: datetime) -> None:
+    """One admin's decision (the primary key refuses a second one by the same admin)."""
+    conn.execute(
+        sa.text("INSERT INTO cold_transfer_approvals (cold_transfer_id, approver, decision, "
+                "reason, decided_at) VALUES (:i, :a, :d, :r, :at)"),
+        {"i": cold_transfer_id, "a": approver, "d": decision, "r": reason, "at": at})
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One row of a movement's history."""
+
+    id: int
+    from_state: str | None
+    to_state: str
+    event: str
+    reason: str | None
+    evidence: dict[str, Any]
+    actor: str
+    ledger_transaction_id: int | None
+    attempt_id: int | None
+    occurred_at: datetime
+    recorded_at: datetime
+
+
+def list_events(conn: Connection, kind: Kind, movement_id: int) -> list[EventRecord]:
+    """The history of a movement, oldest first."""
+    t = TABLES[kind]
+    rows = conn.execute(sa.text(f"SELECT * FROM {t.events} WHERE {t.ref} = :m ORDER BY id"),
+                        {"m": movement_id})
+    return [EventRecord(r.id, r.from_state, r.to_state, r.event, r.reason, r.evidence, r.actor,
+                        r.ledger_transaction_id, r.attempt_id, r.occurred_at, r.recorded_at)
+            for r in rows]
+
+
+def last_event(conn: Connection, kind: Kind, movement_id: int,
+               event: str) -> EventRecord | None:
+    """The latest history row of ``event`` for a movement."""
+    found = [e for e in list_events(conn, kind, movement_id) if e.event == event]
+    return found[-1] if found else None
+
+
+# --------------------------------------------------------------------------- address records
+
+
+@dataclass(frozen=True)
+class AddressRecord:
+    """What the engine's records say one deposit address holds of one asset (``token`` None:
+    native), in the chain's smallest unit, counting only what is final: credited deposits,
+    deposits booked to suspense, final top-ups in, final sweeps out, the gas its own final
+    transactions paid."""
+
+    address: str
+    token: str | None
+    credited: int = 0
+    suspense: int = 0
+    top_ups: int = 0
+    swept: int = 0
+    swept_customer: int = 0
+    gas_paid: int = 0
+
+    @property
+    def expected(self) -> int:
+        """What the address should hold on chain."""
+        return (self.credited + self.suspense + self.top_ups - self.swept
+                - self.gas_paid)
+
+    @property
+    def customer(self) -> int:
+        """The customer part: credited and not swept."""
+        return self.credited - self.swept_customer
+
+    @property
+    def treasury(self) -> int:
+        """The treasury part (native dust of top-ups; may be negative when customer native paid
+        the gas of an earlier sweep, which the ledger booked to the treasury)."""
+        return self.expected - self.customer - self.suspense
+
+
+def address_records(conn: Connection, chain: str,
+                    addresses: Sequence[str] | None = None) -> dict[tuple[str, str | None],
+                                                                    AddressRecord]:
+    """Per (deposit address, token) of ``chain`` (only ``addresses`` if given): the records
+    (``AddressRecord``). One query per source, grouped in the database."""
+    only = "" if addresses is None else " AND {col} = ANY(:addrs)"
+    params: dict[str, Any] = {"c": chain, "addrs": list(addresses or [])}
+    found: dict[tuple[str, str | None], dict[str, int]] = {}
+
+    def add(sql: str, field: str) -> None:
+        for r in conn.execute(sa.text(sql), params):
+            found.setdefault((r.address, r.token), {})[field] = to_int(r.total)
+
+    add("SELECT to_address AS address, token, sum(value) AS total FROM deposits "
+        "WHERE chain = :c AND address_kind = 'deposit' AND state = 'credited'"
+        + only.format(col="to_address") + " GROUP BY 1, 2", "credited")
+    add("SELECT to_address AS address, token, sum(value) AS total FROM deposits "
+        "WHERE chain = :c AND address_kind = 'deposit' AND state = 'suspense'"
+        + only.format(col="to_address") + " GROUP BY 1, 2", "suspense")
+    add("SELECT address, NULL AS token, sum(amount) AS total FROM gas_top_ups "
+        "WHERE chain = :c AND state = 'final'" + only.format(col="address") + " GROUP BY 1",
+        "top_ups")
+    add("SELECT address, token, sum(swept_amount) AS total FROM sweeps "
+        "WHERE chain = :c AND state = 'final'" + only.format(col="address") + " GROUP BY 1, 2",
+        "swept")
+    add("SELECT address, token, sum(LEAST(customer_amount, swept_amount)) AS total FROM sweeps "
+        "WHERE chain = :c AND state = 'final'" + only.format(col="address") + " GROUP BY 1, 2",
+        "swept_customer")
+    add("SELECT address, NULL AS token, sum(gas_paid) AS total FROM sweeps "
+        "WHERE chain = :c AND state IN ('final', 'reverted')" + only.format(col="address")
+        + " GROUP BY 1", "gas_paid")
+    return {key: AddressRecord(key[0], key[1], **fields) for key, fields in found.items()}
+
+
+def derivation_indexes(conn: Connection, family: str, addresses: Sequence[str]) -> dict[str, int]:
+    """The derivation index of each deposit address of ``family``."""
+    return {r.address: int(r.derivation_index) for r in conn.execute(
+        sa.text("SELECT address, derivation_index FROM deposit_addresses WHERE family = :f "
+                "AND address = ANY(:a)"), {"f": family, "a": list(addresses)})}
+
+
+def open_sweep_addresses(conn: Connection, chain: str) -> set[str]:
+    """Deposit addresses of ``chain`` with a sweep in flight (one at a time per address)."""
+    return set(conn.execute(
+        sa.text("SELECT address FROM sweeps WHERE chain = :c AND state NOT IN "
+                "('final', 'reverted', 'dropped')"), {"c": chain}).scalars())
+
+
+def sweep_waiting_on(conn: Connection, top_up_id: int) -> int | None:
+    """The sweep that waits for a top-up, if any."""
+    value = conn.execute(sa.text("SELECT id FROM sweeps WHERE top_up_id = :t AND state = "
+                                 "'waiting_gas'"), {"t": top_up_id}).scalar()
+    return None if value is None else int(value)

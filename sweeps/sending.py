@@ -1,0 +1,540 @@
+"""The sending part of every movement of this package (sweeps, gas top-ups, cold transfers),
+on the shared mechanism (``outgoing``), each phase in its own transactions:
+
+- ``assign``: a movement waiting for its nonce (``model.SIGNABLE``) gets it under the nonce
+  row's lock, with its gas limit and fee caps, in its history (``nonce_assigned``, state
+  ``signing``), committed before anything is signed;
+- ``sign``: outside any transaction, the signer (the hot wallet's, or a deposit address's by
+  derivation path) signs exactly that transaction; then, under the row lock and only if the
+  movement still waits in ``signing`` with that nonce and no attempt, the attempt (hash, nonce,
+  caps, raw bytes) and the ``internal_transfers`` row that lets the watcher recognise the
+  incoming transfer as ours are recorded together (``attempt_signed``, state ``signed``);
+- ``send``: recorded attempts are broadcast outside any transaction; the outcome (accepted, or
+  unconfirmed: never failed) is recorded in a new one;
+- ``track``: receipts of every attempt and the sender's nonce at the final height
+  (``outgoing.chain.observe``, ``outgoing.model.judge``): included, final under the chain's
+  rule (gas booked, the kind's own consequence: ``finish``), reverted (gas booked), a reorg
+  before finality (back to ``broadcast``, the same bytes again), the nonce consumed by another
+  transaction (``dropped``), a stuck or unknown attempt replaced at the same nonce with higher
+  fees (signed outside any transaction, recorded only if nothing moved meanwhile). Nothing is
+  released or failed on a timer; an outcome undetermined for ``escalate_after_s`` raises an
+  alert (once per process).
+
+What differs between the kinds is only what they send (``unsigned``), who signs it
+(``signer_of``) and what their finality means (``finish``): a sweep books its swept amount, a
+top-up releases the sweep that waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from chains.errors import RpcUnavailable
+from chains.evm import decode_receipt_transfers, erc20_transfer_calldata
+from chains.model import FinalityRule
+from chains.rpc import RpcClient
+from config.chains import ChainConfig
+from config.errors import ConfigurationInvalid
+from config.sweeps import SweepsConfig
+from config.uow import UnitOfWork, run_in_transaction
+from config.withdrawals import HotWalletConfig
+from deposits import repository as deposits_repo
+from ledger import chart
+from ledger import service as ledger
+from ledger.model import Entry, credit, debit
+from outgoing import chain as outgoing_chain
+from outgoing import repository as outgoing
+from outgoing.chain import ChainView, FeePolicy
+from outgoing.errors import SignerUnavailable
+from outgoing.model import FeeCaps, Verdict, bump_due, bumped_fee_caps, judge
+from outgoing.repository import Attempt, MovementKind
+from outgoing.signer import AddressSigners, SignedTx, Signer, UnsignedTx
+from sweeps import model
+from sweeps import repository as repo
+from sweeps.model import Event, Kind, State
+from sweeps.repository import Movement
+from withdrawals.errors import AmountNotRepresentable
+from withdrawals.model import to_ledger_units
+
+log = logging.getLogger("sweeps")
+alerts = logging.getLogger("custody.alerts")
+ACTOR = "sweeper"
+SOURCE = "sweeper"
+_MOVEMENT = {Kind.SWEEP: MovementKind.SWEEP, Kind.GAS_TOP_UP: MovementKind.GAS_TOP_UP,
+             Kind.COLD_TRANSFER: MovementKind.COLD_TRANSFER}
+#: The ``internal_transfers.kind`` of each.
+_INTERNAL_KIND = {Kind.SWEEP: "sweep", Kind.GAS_TOP_UP: "gas_top_up",
+                  Kind.COLD_TRANSFER: "cold_transfer"}
+
+
+@dataclass
+class SweepContext:
+    """What the sweeper needs for one chain: its configuration, hot wallet (destination of
+    sweeps, sender of top-ups and cold transfers, and the gas settings of all of them), node,
+    signers and finality rule."""
+
+    chain: ChainConfig
+    hot: HotWalletConfig
+    cfg: SweepsConfig
+    rpc: RpcClient
+    hot_signer: Signer | None
+    address_signers: AddressSigners | None
+    rule: FinalityRule
+    fees: FeePolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fees = FeePolicy(self.hot.priority_fee_wei, self.hot.max_fee_per_gas_cap_wei)
+
+
+@dataclass
+class StepReport:
+    """Counts of what one sweeper step did."""
+
+    planned: int = 0
+    proposed: int = 0
+    top_ups_planned: int = 0
+    dust: list[dict[str, Any]] = field(default_factory=list)
+    signed: int = 0
+    sent: int = 0
+    tracked: int = 0
+    final: int = 0
+    reverted: int = 0
+    dropped: int = 0
+    skipped_locked: bool = False
+
+
+def _what(m: Movement | tuple[Kind, int]) -> str:
+    kind, movement_id = (m.kind, m.id) if isinstance(m, Movement) else m
+    return f"{kind.value.replace('_', ' ')} {movement_id}"
+
+
+def _ids(engine: Engine, ctx: SweepContext, kind: Kind, states: set[State]) -> list[int]:
+    with UnitOfWork(engine) as uow:
+        return repo.ids_in_states(uow.conn, kind, ctx.chain.name, states, ctx.cfg.batch_max)
+
+
+def _caps_json(caps: FeeCaps) -> dict[str, str]:
+    return {"max_fee_per_gas": str(caps.max_fee_per_gas),
+            "max_priority_fee_per_gas": str(caps.max_priority_fee_per_gas)}
+
+
+# --------------------------------------------------------------------------- what each sends
+
+
+def unsigned(ctx: SweepContext, m: Movement, nonce: int, caps: FeeCaps) -> UnsignedTx | None:
+    """The transaction ``m`` sends with ``nonce`` and ``caps`` (None: nothing left to send, a
+    native sweep whose gas would take it all)."""
+    d, chain_id = m.data, ctx.chain.chain_id
+    if m.kind is Kind.SWEEP:
+        if d["token"] is None:
+            value = model.native_sweep_value(m.amount("available"), m.gas_limit,
+                                             caps.max_fee_per_gas)
+            if value <= 0:
+                return None
+            return UnsignedTx(chain_id, nonce, d["destination"], value, "0x", m.gas_limit,
+                              caps.max_fee_per_gas, caps.max_priority_fee_per_gas)
+        return UnsignedTx(chain_id, nonce, d["token"], 0,
+                          erc20_transfer_calldata(d["destination"], m.amount("available")),
+                          m.gas_limit, caps.max_fee_per_gas, caps.max_priority_fee_per_gas)
+    if m.kind is Kind.GAS_TOP_UP:
+        return UnsignedTx(chain_id, nonce, d["address"], m.amount("amount"), "0x", m.gas_limit,
+                          caps.max_fee_per_gas, caps.max_priority_fee_per_gas)
+    if d["token"] is None:
+        return UnsignedTx(chain_id, nonce, d["destination"], m.amount("amount"), "0x",
+                          m.gas_limit, caps.max_fee_per_gas, caps.max_priority_fee_per_gas)
+    return UnsignedTx(chain_id, nonce, d["token"], 0,
+                      erc20_transfer_calldata(d["destination"], m.amount("amount")),
+                      m.gas_limit, caps.max_fee_per_gas, caps.max_priority_fee_per_gas)
+
+
+def _position(m: Movement) -> str:
+    """The deposit position of the transfer ``m`` produces at its destination: ``call:0`` for
+    native value, ``log:0`` for the one ``Transfer`` of a token transfer."""
+    return "call:0" if m.data.get("token") is None else "log:0"
+
+
+def signer_of(ctx: SweepContext, m: Movement) -> Signer:
+    """Who signs ``m``: a deposit address's signer by derivation path for a sweep, the hot
+    wallet's for the others (SignerUnavailable when there is none)."""
+    if m.kind is Kind.SWEEP:
+        if ctx.address_signers is None:
+            raise SignerUnavailable(f"no signer for deposit addresses on {ctx.chain.name} "
+                                    "(an xpub source): sweeps are proposed, not signed")
+        return ctx.address_signers.signer(int(m.data["derivation_index"]), m.sender)
+    if ctx.hot_signer is None:
+        raise SignerUnavailable(f"no signer for the hot wallet of {ctx.chain.name}")
+    return ctx.hot_signer
+
+
+# --------------------------------------------------------------------------- assign, sign
+
+
+def assign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime) -> None:
+    """Give every movement of ``kind`` waiting for it a nonce, gas limit and fee caps (see the
+    module docstring). Chain reads happen before the transactions, never inside them."""
+    ids = _ids(engine, ctx, kind, {model.SIGNABLE[kind]})
+    if not ids:
+        return
+    caps = outgoing_chain.fresh_caps(ctx.rpc, ctx.fees)
+    chain_nonces: dict[str, int] = {}
+    for movement_id in ids:
+        with UnitOfWork(engine) as uow:
+            m = repo.get(uow.conn, kind, movement_id)
+        if m is None:
+            continue
+        if m.sender not in chain_nonces:
+            chain_nonces[m.sender] = ctx.rpc.get_transaction_count(m.sender, "pending")
+        run_in_transaction(engine, partial(_assign_one, ctx=ctx, kind=kind,
+                                           movement_id=movement_id, caps=caps,
+                                           chain_nonce=chain_nonces[m.sender], now=now))
+
+
+def _assign_one(uow: UnitOfWork, ctx: SweepContext, kind: Kind, movement_id: int,
+                caps: FeeCaps, chain_nonce: int, now: datetime) -> None:
+    m = repo.get(uow.conn, kind, movement_id, for_update=True)
+    if m is None or m.state is not model.SIGNABLE[kind]:
+        return
+    if kind is Kind.SWEEP and m.data["token"] is not None:
+        caps = _within_gas_budget(uow, ctx, m, caps)
+    nonce = outgoing.allocate_nonce(uow.conn, ctx.chain.name, m.sender, chain_nonce)
+    to = model.transition(kind, m.state, Event.NONCE_ASSIGNED)
+    repo.record(uow.conn, m, to_state=to, event=Event.NONCE_ASSIGNED, actor=ACTOR, at=now,
+                reason=f"nonce {nonce} assigned, to be signed", nonce=nonce,
+                evidence={"sender": m.sender, "nonce": nonce, "gas_limit": m.gas_limit,
+                          **_caps_json(caps)})
+
+
+def _within_gas_budget(uow: UnitOfWork, ctx: SweepContext, m: Movement,
+                       caps: FeeCaps) -> FeeCaps:
+    """A token sweep pays its gas from the treasury part of its address's native balance (the
+    top-up that was final before it became ready), never from customer money: its fee cap is
+    held to what that part can pay at the full gas limit."""
+    native = repo.address_records(uow.conn, ctx.chain.name, [m.sender]).get((m.sender, None))
+    budget = 0 if native is None else native.treasury
+    most = max(0, budget) // m.gas_limit
+    if caps.max_fee_per_gas <= most:
+        return caps
+    return FeeCaps(most, min(caps.max_priority_fee_per_gas, most))
+
+
+def sign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
+         report: StepReport) -> None:
+    """Sign every movement of ``kind`` in ``signing`` outside any transaction with the nonce and
+    caps committed by ``assign``, then record the attempt. A signature lost to a crash or a
+    timeout costs nothing: only recorded attempts are ever sent."""
+    for movement_id in _ids(engine, ctx, kind, {State.SIGNING}):
+        with UnitOfWork(engine) as uow:  # A read, closed before the signer is called.
+            m = repo.get(uow.conn, kind, movement_id)
+            assigned = repo.last_event(uow.conn, kind, movement_id, Event.NONCE_ASSIGNED)
+        if m is None or m.state is not State.SIGNING or assigned is None or m.nonce is None:
+            continue
+        caps = FeeCaps(int(assigned.evidence["max_fee_per_gas"]),
+                       int(assigned.evidence["max_priority_fee_per_gas"]))
+        tx = unsigned(ctx, m, m.nonce, caps)
+        if tx is None:
+            log.error("%s: nothing left to send at nonce %s; left in signing", _what(m), m.nonce)
+            continue
+        try:
+            signer = signer_of(ctx, m)
+        except SignerUnavailable as exc:
+            log.warning("%s: %s", _what(m), exc.message)
+            continue
+        signed = outgoing_chain.sign(signer, tx, _what(m))
+        if signed is None:
+            continue  # The signer is away: signed again next step, same nonce and caps.
+        if run_in_transaction(engine, partial(_record_first, ctx=ctx, kind=kind,
+                                              movement_id=movement_id, tx=tx, signed=signed,
+                                              now=now)):
+            report.signed += 1
+
+
+def _record_first(uow: UnitOfWork, ctx: SweepContext, kind: Kind, movement_id: int,
+                  tx: UnsignedTx, signed: SignedTx, now: datetime) -> bool:
+    m = repo.get(uow.conn, kind, movement_id, for_update=True)
+    if (m is None or m.state is not State.SIGNING or m.nonce != tx.nonce
+            or outgoing.list_attempts(uow.conn, _MOVEMENT[kind], movement_id)):
+        return False
+    _record_attempt(uow, ctx, m, tx, signed, 1, now, "first attempt")
+    return True
+
+
+def _record_attempt(uow: UnitOfWork, ctx: SweepContext, m: Movement, tx: UnsignedTx,
+                    signed: SignedTx, attempt_no: int, now: datetime, reason: str) -> Attempt:
+    """The attempt, the key of the transfer it will produce at our own address (so that the
+    watcher books it as internal, custody-neutral), and the history row: one transaction,
+    committed before anything is sent."""
+    attempt = outgoing.insert_attempt(
+        uow.conn, kind=_MOVEMENT[m.kind], movement_id=m.id, attempt_no=attempt_no,
+        chain=ctx.chain.name, sender=m.sender, nonce=tx.nonce, tx_hash=signed.tx_hash,
+        raw_tx=signed.raw_tx, max_fee_per_gas=tx.max_fee_per_gas,
+        max_priority_fee_per_gas=tx.max_priority_fee_per_gas, gas_limit=tx.gas_limit, at=now)
+    deposits_repo.insert_internal_transfer(uow.conn, (ctx.chain.name, signed.tx_hash, _position(m)),
+                                      _INTERNAL_KIND[m.kind], f"{m.kind.value}:{m.id}")
+    to = model.transition(m.kind, m.state, Event.ATTEMPT_SIGNED)
+    repo.record(uow.conn, m, to_state=to, event=Event.ATTEMPT_SIGNED, actor=ACTOR, at=now,
+                reason=reason, attempt_id=attempt.id,
+                evidence={"tx_hash": signed.tx_hash, "nonce": tx.nonce, "value": str(tx.value),
+                          "attempt_no": attempt_no,
+                          **_caps_json(FeeCaps(tx.max_fee_per_gas,
+                                               tx.max_priority_fee_per_gas))})
+    return attempt
+
+
+# --------------------------------------------------------------------------- send
+
+
+def send(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
+         report: StepReport) -> None:
+    """Broadcast the latest attempt of every movement of ``kind`` in ``signed``."""
+    for movement_id in _ids(engine, ctx, kind, {State.SIGNED}):
+        with UnitOfWork(engine) as uow:
+            attempts = outgoing.list_attempts(uow.conn, _MOVEMENT[kind], movement_id)
+        if not attempts:
+            continue
+        outcome = outgoing_chain.send(ctx.rpc, attempts[-1])
+        report.sent += 1
+        event = Event.SEND_ACCEPTED if outcome.accepted else Event.SEND_UNCONFIRMED
+
+        def record(uow: UnitOfWork, i: int = movement_id, e: Event = event,
+                   a: Attempt = attempts[-1], why: str = outcome.reason,
+                   ev: dict[str, Any] = outcome.evidence) -> None:
+            m = repo.get(uow.conn, kind, i, for_update=True)
+            if m is None or m.state is not State.SIGNED:
+                return  # Another step moved it meanwhile (it found a receipt): keep that.
+            repo.record(uow.conn, m, to_state=model.transition(kind, m.state, e), event=e,
+                        actor=ACTOR, at=now, reason=why, evidence=ev, attempt_id=a.id)
+
+        run_in_transaction(engine, record)
+
+
+# --------------------------------------------------------------------------- track
+
+
+def track(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
+          report: StepReport) -> None:
+    """Track every movement of ``kind`` in flight, each in its own transactions: what goes
+    wrong with one (the node away) never stops the others."""
+    states = {State.BROADCAST, State.UNKNOWN, State.INCLUDED}
+    for movement_id in _ids(engine, ctx, kind, states):
+        try:
+            _track_one(engine, ctx, kind, movement_id, now=now, report=report)
+        except RpcUnavailable as exc:
+            log.warning("%s: node unavailable while tracking (retried next step): %s",
+                        _what((kind, movement_id)), exc.message)
+        report.tracked += 1
+
+
+def _track_one(engine: Engine, ctx: SweepContext, kind: Kind, movement_id: int, *,
+               now: datetime, report: StepReport) -> None:
+    with UnitOfWork(engine) as uow:
+        m0 = repo.get(uow.conn, kind, movement_id)
+        attempts = outgoing.list_attempts(uow.conn, _MOVEMENT[kind], movement_id)
+    if m0 is None or not attempts:
+        return
+    view = outgoing_chain.observe(ctx.rpc, ctx.rule, m0.sender, attempts, ctx.fees)
+    hit, final = outgoing_chain.landed(ctx.rpc, ctx.rule, view)
+    seen = judge(view.attempts, nonce=attempts[0].nonce, finalized_nonce=view.finalized_nonce,
+                 latest_nonce=view.latest_nonce)
+    if hit is None and _replace_if_due(engine, ctx, m0, attempts, view, seen.verdict, now=now):
+        return
+
+    def work(uow: UnitOfWork) -> Attempt | None:
+        m = repo.get(uow.conn, kind, movement_id, for_update=True)
+        if m is None or m.state not in (State.BROADCAST, State.UNKNOWN, State.INCLUDED):
+            return None
+        if hit is not None and final is not None:
+            is_final, evidence = final
+            attempt = next(a for a in attempts if a.id == hit.attempt_id)
+            proof = {**evidence.to_json(), "tx_hash": hit.tx_hash, "nonce": hit.nonce}
+            if m.state is State.INCLUDED and m.data["landed_attempt_id"] != hit.attempt_id:
+                m = repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.REORGED_OUT,
+                                actor=ACTOR, at=now, reason="another attempt landed instead",
+                                evidence=proof, landed_attempt_id=None)
+            if m.state is not State.INCLUDED:
+                m = repo.record(uow.conn, m, to_state=State.INCLUDED,
+                                event=Event.RECEIPT_OBSERVED, actor=ACTOR, at=now,
+                                reason=f"included in block {hit.receipt_block}", evidence=proof,
+                                attempt_id=hit.attempt_id, landed_attempt_id=hit.attempt_id)
+            if is_final:
+                _final(uow, ctx, m, attempt, view.receipts[hit.tx_hash], bool(hit.succeeded),
+                       proof, now=now, report=report)
+            return None
+        if m.state is State.INCLUDED:
+            gone = next(a for a in attempts if a.id == m.data["landed_attempt_id"])
+            repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.REORGED_OUT,
+                        actor=ACTOR, at=now, reason="receipt gone: the block was reorged out",
+                        evidence={"tx_hash": gone.tx_hash, "head": view.head},
+                        landed_attempt_id=None)
+            return gone
+        facts = {"nonce": attempts[0].nonce, "finalized_nonce": view.finalized_nonce,
+                    "latest_nonce": view.latest_nonce, "final_height": view.final_height,
+                    "attempts": [a.tx_hash for a in attempts]}
+        if seen.verdict is Verdict.CONSUMED_ELSEWHERE:
+            repo.record(uow.conn, m, to_state=State.DROPPED, event=Event.CONSUMED_ELSEWHERE,
+                        actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
+            _after_failure(uow, ctx, m, now=now)
+            report.dropped += 1
+            return None
+        if seen.verdict is Verdict.PENDING and m.state is State.UNKNOWN:
+            repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.FOUND_PENDING,
+                        actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
+            return None
+        if seen.verdict is Verdict.NOT_FOUND:
+            if m.state is State.BROADCAST:
+                repo.record(uow.conn, m, to_state=State.UNKNOWN, event=Event.NOT_FOUND,
+                            actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
+            _escalate_once(m, attempts, ctx.cfg.escalate_after_s, now=now)
+            return attempts[-1]  # Unknown to the node: the same bytes again (same hash).
+        return None
+
+    resend = run_in_transaction(engine, work)
+    if resend is not None:
+        outgoing_chain.resend(ctx.rpc, resend)
+
+
+_ALERTED: set[tuple[Kind, int]] = set()
+
+
+def _escalate_once(m: Movement, attempts: list[Attempt], escalate_after_s: int, *,
+                   now: datetime) -> None:
+    """An outcome still unknown past ``escalate_after_s`` raises one alert per process. Never
+    acted on: an unknown outcome is resolved only by the chain (the attempts and the nonce)."""
+    age_s = (now - attempts[0].created_at).total_seconds()
+    if age_s >= escalate_after_s and (m.kind, m.id) not in _ALERTED:
+        _ALERTED.add((m.kind, m.id))
+        alerts.warning("%s on %s: outcome unknown for %.0fs (nonce %s, attempts %s); it stays "
+                       "in flight until the chain decides", _what(m), m.chain, age_s, m.nonce,
+                       [a.tx_hash for a in attempts])
+
+
+def _replace_if_due(engine: Engine, ctx: SweepContext, m: Movement, attempts: list[Attempt],
+                    view: ChainView, verdict: Verdict, *, now: datetime) -> bool:
+    """A fee-bumped replacement at the same nonce when an attempt is stuck (pending, or unknown
+    to the node, past ``bump_after_s``): decided from the chain view and an unlocked read,
+    signed outside any transaction, recorded only if the movement is still where the decision
+    saw it and its latest attempt is still the one the bump was computed from."""
+    if m.state not in (State.BROADCAST, State.UNKNOWN):
+        return False
+    if verdict not in (Verdict.PENDING, Verdict.NOT_FOUND) or not bump_due(
+            last_attempt_at=attempts[-1].created_at, now=now, bump_after_s=ctx.cfg.bump_after_s,
+            attempts=len(attempts), attempts_max=ctx.cfg.attempts_max):
+        return False
+    previous = attempts[-1]
+    caps = bumped_fee_caps(FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
+                           view.fresh_caps, ctx.cfg.bump_percent)
+    assert m.nonce is not None
+    tx = unsigned(ctx, m, m.nonce, caps)
+    if tx is None:
+        return False
+    try:
+        signed = outgoing_chain.sign(signer_of(ctx, m), tx, _what(m))
+    except SignerUnavailable as exc:
+        log.warning("%s: %s", _what(m), exc.message)
+        return False
+    if signed is None:
+        return True
+
+    def record(uow: UnitOfWork) -> Attempt | None:
+        now_m = repo.get(uow.conn, m.kind, m.id, for_update=True)
+        latest = outgoing.list_attempts(uow.conn, _MOVEMENT[m.kind], m.id)
+        if now_m is None or now_m.state is not m.state or latest[-1].id != previous.id:
+            return None  # Something moved: the signature is dropped, never sent.
+        return _record_attempt(uow, ctx, now_m, tx, signed, previous.attempt_no + 1, now,
+                               f"stuck since {previous.created_at.isoformat()}: fee bump")
+
+    run_in_transaction(engine, record)
+    return True
+
+
+# --------------------------------------------------------------------------- finality
+
+
+def _gas_entry(uow: UnitOfWork, ctx: SweepContext, m: Movement, wei: int,
+               now: datetime) -> Entry | None:
+    """``DR expense:network_fees / CR treasury:{chain}`` in the native asset, exactly."""
+    if wei == 0:
+        return None
+    asset = ledger.get_asset(uow, ctx.chain.native_asset)
+    try:
+        amount = to_ledger_units(wei, ctx.chain.native_decimals, asset.scale)
+    except AmountNotRepresentable as exc:
+        raise ConfigurationInvalid(f"{_what(m)}: gas {wei} cannot be booked exactly in "
+                                   f"{asset.code} (scale {asset.scale})") from exc
+    expense = ledger.open_account(uow, chart.expense_network_fees(), asset)
+    treasury = ledger.open_account(uow, chart.treasury(ctx.chain.name), asset)
+    return Entry(idempotency_key=f"{m.kind.value}:{m.id}:gas", kind=f"{m.kind.value}_gas",
+                 effective_at=now, source=SOURCE, reference=f"{m.kind.value}:{m.id}",
+                 reason=f"gas paid by {m.sender}",
+                 lines=(debit(expense, amount), credit(treasury, amount)),
+                 metadata={"amount_chain": str(wei), "chain_decimals": ctx.chain.native_decimals})
+
+
+def _final(uow: UnitOfWork, ctx: SweepContext, m: Movement, attempt: Attempt,
+           receipt: dict[str, Any], succeeded: bool, proof: dict[str, Any], *, now: datetime,
+           report: StepReport) -> None:
+    """Book a final receipt: the gas, and what the kind's finality means (``finish``)."""
+    wei = outgoing_chain.gas_paid_wei(receipt)
+    entry = _gas_entry(uow, ctx, m, wei, now)
+    transaction_id = ledger.post(uow, entry).transaction_id if entry is not None else None
+    proof = {**proof, "gas_paid": str(wei)}
+    if not succeeded:
+        repo.record(uow.conn, m, to_state=State.REVERTED, event=Event.FINAL_REVERTED,
+                    actor=ACTOR, at=now, reason="reverted on chain (receipt status 0), final",
+                    evidence=proof, attempt_id=attempt.id, ledger_transaction_id=transaction_id,
+                    gas_paid=wei, **({"swept_amount": 0} if m.kind is Kind.SWEEP else {}))
+        _after_failure(uow, ctx, m, now=now)
+        report.reverted += 1
+        return
+    columns: dict[str, Any] = {"gas_paid": wei}
+    if m.kind is Kind.SWEEP:
+        columns["swept_amount"] = _swept(ctx, m, attempt, receipt)
+        proof["swept_amount"] = str(columns["swept_amount"])
+    m = repo.record(uow.conn, m, to_state=State.FINAL, event=Event.FINAL_SUCCEEDED,
+                    actor=ACTOR, at=now, reason=f"final under {ctx.rule}", evidence=proof,
+                    attempt_id=attempt.id, ledger_transaction_id=transaction_id, **columns)
+    if m.kind is Kind.GAS_TOP_UP:
+        waiting = repo.sweep_waiting_on(uow.conn, m.id)
+        sweep = None if waiting is None else repo.get(uow.conn, Kind.SWEEP, waiting,
+                                                      for_update=True)
+        if sweep is not None and sweep.state is State.WAITING_GAS:
+            repo.record(uow.conn, sweep, to_state=State.READY, event=Event.GAS_ARRIVED,
+                        actor=ACTOR, at=now, reason=f"gas top-up {m.id} is final",
+                        evidence={"top_up_id": m.id, "tx_hash": attempt.tx_hash,
+                                  "amount": str(m.amount("amount"))})
+    report.final += 1
+
+
+def _swept(ctx: SweepContext, m: Movement, attempt: Attempt, receipt: dict[str, Any]) -> int:
+    """What a final sweep moved: a native sweep's value follows from its attempt's fee cap (the
+    rule ``unsigned`` signed it with); a token sweep's receipt must pay exactly ``available``
+    to the hot wallet (anything else is refused loudly: nothing is booked)."""
+    if m.data["token"] is None:
+        return model.native_sweep_value(m.amount("available"), m.gas_limit,
+                                        attempt.max_fee_per_gas)
+    paid = [t.value for t in decode_receipt_transfers(receipt)
+            if t.token == m.data["token"] and t.from_address == m.sender
+            and t.to_address == m.data["destination"]]
+    if paid != [m.amount("available")]:
+        raise AssertionError(f"{_what(m)}: receipt pays {paid}, expected "
+                             f"[{m.amount('available')}]")
+    return m.amount("available")
+
+
+def _after_failure(uow: UnitOfWork, ctx: SweepContext, m: Movement, *, now: datetime) -> None:
+    """A top-up that will never arrive (reverted, or its nonce consumed elsewhere): the sweep
+    waiting for it goes on waiting without one, and the planner sends a new top-up."""
+    if m.kind is not Kind.GAS_TOP_UP:
+        return
+    waiting = repo.sweep_waiting_on(uow.conn, m.id)
+    sweep = None if waiting is None else repo.get(uow.conn, Kind.SWEEP, waiting,
+                                                  for_update=True)
+    if sweep is not None:
+        repo.record(uow.conn, sweep, to_state=State.WAITING_GAS, event=Event.TOP_UP_FAILED,
+                    actor=ACTOR, at=now, reason=f"gas top-up {m.id} will not arrive",
+                    evidence={"top_up_id": m.id}, top_up_id=None)

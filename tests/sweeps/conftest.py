@@ -1,0 +1,222 @@
+"""Sweep fixtures: a real anvil, a fresh migrated database, deposit addresses from the
+development mnemonic (BIP-44 account 1, so the sweeper can sign for them), a hot wallet with a
+fresh key funded through a declared treasury funding (company capital, as in production), and
+the sweeper's context.
+
+Automine stays on (every transaction lands in its own block); ``settle`` mines the blocks that
+finality (``confirmations:3``) needs and runs the watcher and the sweeper until nothing moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from eth_account import Account
+from eth_utils.address import to_checksum_address
+from sqlalchemy.engine import Engine
+
+from chains.addresses import MnemonicAddressSource
+from config.chains import ChainsConfig
+from config.sweeps import SweepsConfig, parse_sweeps_config
+from config.uow import UnitOfWork
+from config.withdrawals import WithdrawalsConfig
+from deposits import own
+from deposits import service as deposits
+from deposits.watcher import Watcher
+from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
+from devtools.config import dev_config, dev_configs
+from ledger import chart
+from ledger import service as ledger
+from sweeps import runner
+from sweeps.model import TERMINAL, Kind, State
+from sweeps.sending import StepReport, SweepContext
+
+T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+CHAIN = "dev"
+MNEMONIC_ENV = "CUSTODY_TEST_DEPOSIT_MNEMONIC"
+HOT_KEY_ENV = "CUSTODY_TEST_SWEEP_HOT_KEY"
+ALICE, BOB = DEV_ACCOUNTS[0], DEV_ACCOUNTS[1]
+ETH, USDC = 10**18, 10**6
+
+
+def sweeps_section(**assets: dict[str, Any]) -> dict[str, Any]:
+    """A ``[sweeps]`` section: ETH and USDC swept above small thresholds, unless overridden."""
+    eth = {"chain": CHAIN, "asset": "ETH", "threshold": "0.01", **assets.get("ETH", {})}
+    usdc = {"chain": CHAIN, "asset": "USDC", "threshold": "1", **assets.get("USDC", {})}
+    return {"dust_gas_share_percent": 10, "bump_after_s": 600, "assets": [eth, usdc]}
+
+
+@dataclass
+class SweepRig:
+    """A chain, a database, the configuration, and the helpers sweep tests share."""
+
+    engine: Engine
+    node: AnvilNode
+    usdc: Contract
+    hot: str
+    hot_key: str
+    doc: dict[str, Any]
+    clock: datetime = T0
+    users: dict[str, str] = field(default_factory=dict)
+    _watcher: Watcher | None = None
+
+    @property
+    def chains(self) -> ChainsConfig:
+        """The chain configuration."""
+        return dev_configs(self.doc)[0]
+
+    @property
+    def wcfg(self) -> WithdrawalsConfig:
+        """The withdrawal configuration (the hot wallet and its gas settings)."""
+        return dev_configs(self.doc)[1]
+
+    @property
+    def cfg(self) -> SweepsConfig:
+        """The sweep configuration."""
+        chains, wcfg = dev_configs(self.doc)
+        return parse_sweeps_config(self.doc, chains, wcfg)
+
+    def context(self, rpc_url: str | None = None) -> SweepContext:
+        """A sweeper context (the hot key from the test's environment)."""
+        chains, wcfg = dev_configs(self.doc)
+        return runner.build_context(chains, wcfg, parse_sweeps_config(self.doc, chains, wcfg),
+                                    CHAIN, environ={HOT_KEY_ENV: self.hot_key}, rpc_url=rpc_url)
+
+    def sweep(self, ctx: SweepContext | None = None, advance_s: float = 1.0) -> StepReport:
+        """One sweeper step at the rig's clock (advanced first)."""
+        self.clock += timedelta(seconds=advance_s)
+        return runner.step(self.engine, ctx or self.context(), now=self.clock)
+
+    def watch(self, times: int = 1) -> None:
+        """Watcher steps."""
+        if self._watcher is None:
+            self._watcher = Watcher(self.engine, self.chains, CHAIN)
+        for _ in range(times):
+            self._watcher.step(now=self.clock)
+
+    def user(self, user_id: str) -> str:
+        """The user's deposit address (assigned on first use)."""
+        if user_id not in self.users:
+            source = MnemonicAddressSource(DEV_MNEMONIC, account=1)
+            with UnitOfWork(self.engine) as uow:
+                self.users[user_id] = deposits.assign_address(uow, "evm", user_id, source)
+                uow.commit()
+        return self.users[user_id]
+
+    def deposit_eth(self, user_id: str, value: int) -> str:
+        """Send ``value`` wei to the user's deposit address (mined: automine)."""
+        return self.node.send_eth(ALICE, self.user(user_id), value)
+
+    def deposit_usdc(self, user_id: str, value: int) -> str:
+        """Send ``value`` USDC units to the user's deposit address."""
+        return self.node.transact(self.usdc, "transfer",
+                                  [to_checksum_address(self.user(user_id)), value],
+                                  sender=ALICE)
+
+    def fund_treasury(self, wei: int, key: str = "seed") -> None:
+        """Declare company capital and send it to the hot wallet (booked at finality)."""
+        with UnitOfWork(self.engine) as uow:
+            own.declare_funding(uow, self.chains, own.FundingRequest(
+                CHAIN, "ETH", str(wei), BOB, "gas float for sweeps"), declared_by="carol",
+                idempotency_key=key)
+            uow.commit()
+        self.node.send_eth(BOB, self.hot, wei)
+
+    def settle(self, rounds: int = 60, *, sweep: bool = True) -> None:
+        """Mine, watch and sweep until every movement is terminal and nothing is waiting."""
+        for _ in range(rounds):
+            self.node.mine(1)
+            self.watch()
+            if sweep:
+                self.sweep()
+            if self.quiet():
+                self.node.mine(4)
+                self.watch(2)
+                if self.quiet():
+                    return
+        raise AssertionError(f"not settled after {rounds} rounds: {self.open_movements()}")
+
+    def open_movements(self) -> list[tuple[str, int, str]]:
+        """(kind, id, state) of every movement that is not terminal."""
+        found = []
+        with UnitOfWork(self.engine) as uow:
+            for kind, table in ((Kind.SWEEP, "sweeps"), (Kind.GAS_TOP_UP, "gas_top_ups"),
+                                (Kind.COLD_TRANSFER, "cold_transfers")):
+                for r in uow.conn.execute(sa.text(f"SELECT id, state FROM {table}")):
+                    if State(r.state) not in TERMINAL and r.state != "proposed":
+                        found.append((kind.value, int(r.id), str(r.state)))
+        return found
+
+    def quiet(self) -> bool:
+        """No movement in flight and no deposit waiting for finality."""
+        with UnitOfWork(self.engine) as uow:
+            waiting = uow.conn.execute(sa.text(
+                "SELECT count(*) FROM deposits WHERE state IN ('included', 'unconfirmed', "
+                "'final')")).scalar_one()
+        return not self.open_movements() and waiting == 0
+
+    def balance(self, code: str, asset: str) -> int:
+        """The normal-side balance of an account (0 if it does not exist)."""
+        with UnitOfWork(self.engine) as uow:
+            try:
+                account = ledger.get_account(uow, code, asset)
+            except Exception:  # noqa: BLE001 - AccountNotFound: nothing posted yet
+                return 0
+            return ledger.account_balance(uow, account).balance_minor
+
+    def custody(self, asset: str) -> int:
+        """custody:dev in ``asset``."""
+        return self.balance(chart.custody(CHAIN).code, asset)
+
+    def treasury(self, asset: str) -> int:
+        """treasury:dev in ``asset``."""
+        return self.balance(chart.treasury(CHAIN).code, asset)
+
+    def on_chain(self, address: str) -> tuple[int, int]:
+        """(wei, USDC units) held by ``address`` at the latest block."""
+        wei = self.node.rpc.get_balance(address, "latest")
+        units = int(self.node.call(self.usdc, "balanceOf", [to_checksum_address(address)]))
+        return wei, units
+
+    def rows(self, sql: str, **params: Any) -> list[Any]:
+        """Rows of a query."""
+        with UnitOfWork(self.engine) as uow:
+            return list(uow.conn.execute(sa.text(sql), params))
+
+
+@pytest.fixture
+def node() -> Iterator[AnvilNode]:
+    """A fresh anvil (automine on, finalized 4 blocks behind)."""
+    with AnvilNode.start(slots_in_an_epoch=2) as n:
+        yield n
+
+
+def make_rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch, *,
+             sweeps: dict[str, Any] | None = None, xpub: bool = False) -> SweepRig:
+    """The rig: USDC deployed and minted to Alice, a fresh hot wallet, the configuration."""
+    usdc = node.deploy("TestToken", "USD Coin", "USDC", 6)
+    node.transact(usdc, "mint", [to_checksum_address(ALICE), 10**15])
+    account = Account.create()
+    hot = str(account.address).lower()
+    doc = dev_config(rpc_url=node.url, token=usdc.address, chain=CHAIN, hot_wallet=hot,
+                     hot_key_env=HOT_KEY_ENV, xpub=xpub,
+                     chain_options={"native_minimum": "0.001", "scan_blocks_max": 50,
+                                    "rpc_timeout_ms": 5000, "rpc_retries_max": 2})
+    if not xpub:
+        doc["address_sources"] = {"evm": {"kind": "mnemonic", "mnemonic_env": MNEMONIC_ENV,
+                                          "account": 1}}
+    doc["sweeps"] = sweeps or sweeps_section()
+    monkeypatch.setenv(MNEMONIC_ENV, DEV_MNEMONIC)
+    monkeypatch.setenv(HOT_KEY_ENV, "0x" + bytes(account.key).hex())
+    return SweepRig(engine, node, usdc, hot, "0x" + bytes(account.key).hex(), doc)
+
+
+@pytest.fixture
+def rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch) -> SweepRig:
+    """The default rig."""
+    return make_rig(engine, node, monkeypatch)
