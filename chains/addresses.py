@@ -57,6 +57,7 @@ class MnemonicAddressSource:
         self._mnemonic = mnemonic
         self._passphrase = passphrase
         self.account = account
+        self._node: tuple[bytes, bytes, bytes] | None = None
 
     def path_for(self, index: int) -> str:
         """The derivation path of ``index``: ``m/44'/60'/<account>'/0/<index>``."""
@@ -69,9 +70,22 @@ class MnemonicAddressSource:
 
     def account_for(self, index: int) -> LocalAccount:
         """The key at :meth:`path_for` ``(index)``: for the development signer of deposit
-        addresses (``outgoing.signer.MnemonicAddressSigners``); never logged or stored."""
-        account: LocalAccount = Account.from_mnemonic(
-            self._mnemonic, passphrase=self._passphrase, account_path=self.path_for(index))
+        addresses (``outgoing.signer.MnemonicAddressSigners``); never logged or stored.
+
+        The seed (PBKDF2 over the mnemonic, the slow part) and the ``m/44'/60'/<account>'/0``
+        node are derived once; each index is then one BIP-32 child derivation."""
+        _check_index(index)
+        if self._node is None:
+            digest = hmac.new(b"Bitcoin seed", seed_from_mnemonic(self._mnemonic,
+                                                                  self._passphrase),
+                              hashlib.sha512).digest()
+            key, chain_code = digest[:32], digest[32:]
+            for step in _parse_path(f"m/44'/60'/{self.account}'/0"):
+                key, chain_code = _ckd_priv(key, chain_code, step)
+            public = _point_to_compressed(fast_multiply(SECPK1_G, int.from_bytes(key, "big")))
+            self._node = (key, chain_code, public)
+        child, _ = _ckd_priv(self._node[0], self._node[1], index, public=self._node[2])
+        account: LocalAccount = Account.from_key(child)
         return account
 
 
@@ -142,11 +156,14 @@ def ckd_pub(public_key: bytes, chain_code: bytes, index: int) -> tuple[bytes, by
     return _point_to_compressed(child), digest[32:]
 
 
-def _ckd_priv(key: bytes, chain_code: bytes, index: int) -> tuple[bytes, bytes]:
+def _ckd_priv(key: bytes, chain_code: bytes, index: int, *,
+              public: bytes | None = None) -> tuple[bytes, bytes]:
+    """BIP-32 private child derivation (``public``: the parent's compressed public key, when
+    the caller has it already)."""
     if index >= HARDENED:
         data = b"\x00" + key
     else:
-        data = _point_to_compressed(fast_multiply(SECPK1_G, int.from_bytes(key, "big")))
+        data = public or _point_to_compressed(fast_multiply(SECPK1_G, int.from_bytes(key, "big")))
     digest = hmac.new(chain_code, data + index.to_bytes(4, "big"), hashlib.sha512).digest()
     tweak = int.from_bytes(digest[:32], "big")
     child = (tweak + int.from_bytes(key, "big")) % SECPK1_N

@@ -4,6 +4,7 @@ the signed attempts of every movement (``outgoing_attempts``), each naming its o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -114,6 +115,19 @@ def list_attempts(conn: Connection, kind: MovementKind, movement_id: int) -> lis
         {"m": movement_id},
     )
     return [_attempt(kind, r) for r in rows]
+
+
+def list_attempts_many(conn: Connection, kind: MovementKind,
+                       movement_ids: Sequence[int]) -> dict[int, list[Attempt]]:
+    """Attempts of many movements of one kind in one query, each list first first."""
+    found: dict[int, list[Attempt]] = {i: [] for i in movement_ids}
+    rows = conn.execute(
+        sa.text(f"SELECT * FROM outgoing_attempts WHERE {kind.column} = ANY(:m) "
+                f"ORDER BY {kind.column}, attempt_no"), {"m": list(movement_ids)})
+    for r in rows:
+        attempt = _attempt(kind, r)
+        found[attempt.movement_id].append(attempt)
+    return found
 
 
 def try_lock(conn: Connection, key: str) -> bool:

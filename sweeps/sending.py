@@ -178,20 +178,16 @@ def signer_of(ctx: SweepContext, m: Movement) -> Signer:
 def assign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime) -> None:
     """Give every movement of ``kind`` waiting for it a nonce, gas limit and fee caps (see the
     module docstring). Chain reads happen before the transactions, never inside them."""
-    ids = _ids(engine, ctx, kind, {model.SIGNABLE[kind]})
-    if not ids:
+    with UnitOfWork(engine) as uow:
+        waiting = repo.list_movements(uow.conn, kind, chain=ctx.chain.name,
+                                      states=[model.SIGNABLE[kind]], limit=ctx.cfg.batch_max)
+    if not waiting:
         return
     caps = outgoing_chain.fresh_caps(ctx.rpc, ctx.fees)
-    chain_nonces: dict[str, int] = {}
-    for movement_id in ids:
-        with UnitOfWork(engine) as uow:
-            m = repo.get(uow.conn, kind, movement_id)
-        if m is None:
-            continue
-        if m.sender not in chain_nonces:
-            chain_nonces[m.sender] = ctx.rpc.get_transaction_count(m.sender, "pending")
+    chain_nonces = outgoing_chain.nonces(ctx.rpc, [m.sender for m in waiting])
+    for m in sorted(waiting, key=lambda w: w.id):
         run_in_transaction(engine, partial(_assign_one, ctx=ctx, kind=kind,
-                                           movement_id=movement_id, caps=caps,
+                                           movement_id=m.id, caps=caps,
                                            chain_nonce=chain_nonces[m.sender], now=now))
 
 
@@ -291,20 +287,21 @@ def _record_attempt(uow: UnitOfWork, ctx: SweepContext, m: Movement, tx: Unsigne
 
 def send(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
          report: StepReport) -> None:
-    """Broadcast the latest attempt of every movement of ``kind`` in ``signed``."""
-    for movement_id in _ids(engine, ctx, kind, {State.SIGNED}):
-        with UnitOfWork(engine) as uow:
-            attempts = outgoing.list_attempts(uow.conn, _MOVEMENT[kind], movement_id)
-        if not attempts:
-            continue
-        outcome = outgoing_chain.send(ctx.rpc, attempts[-1])
+    """Broadcast the latest attempt of every movement of ``kind`` in ``signed`` (batched), then
+    record each outcome in its own transaction."""
+    ids = _ids(engine, ctx, kind, {State.SIGNED})
+    if not ids:
+        return
+    with UnitOfWork(engine) as uow:
+        found = outgoing.list_attempts_many(uow.conn, _MOVEMENT[kind], ids)
+    latest = [found[i][-1] for i in ids if found[i]]
+    for attempt, outcome in zip(latest, outgoing_chain.send_many(ctx.rpc, latest), strict=True):
         report.sent += 1
         event = Event.SEND_ACCEPTED if outcome.accepted else Event.SEND_UNCONFIRMED
 
-        def record(uow: UnitOfWork, i: int = movement_id, e: Event = event,
-                   a: Attempt = attempts[-1], why: str = outcome.reason,
-                   ev: dict[str, Any] = outcome.evidence) -> None:
-            m = repo.get(uow.conn, kind, i, for_update=True)
+        def record(uow: UnitOfWork, a: Attempt = attempt, e: Event = event,
+                   why: str = outcome.reason, ev: dict[str, Any] = outcome.evidence) -> None:
+            m = repo.get(uow.conn, kind, a.movement_id, for_update=True)
             if m is None or m.state is not State.SIGNED:
                 return  # Another step moved it meanwhile (it found a receipt): keep that.
             repo.record(uow.conn, m, to_state=model.transition(kind, m.state, e), event=e,
@@ -318,27 +315,41 @@ def send(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
 
 def track(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
           report: StepReport) -> None:
-    """Track every movement of ``kind`` in flight, each in its own transactions: what goes
-    wrong with one (the node away) never stops the others."""
-    states = {State.BROADCAST, State.UNKNOWN, State.INCLUDED}
-    for movement_id in _ids(engine, ctx, kind, states):
+    """Track every movement of ``kind`` in flight: one batched observation of the chain for
+    all of them (``outgoing.chain.observe_many``), then each in its own transactions, so what
+    goes wrong with one never stops the others. The node away: nothing is decided, the next
+    step tries again."""
+    states = [State.BROADCAST, State.UNKNOWN, State.INCLUDED]
+    with UnitOfWork(engine) as uow:
+        movements = repo.list_movements(uow.conn, kind, chain=ctx.chain.name, states=states,
+                                        limit=ctx.cfg.batch_max)
+        found = outgoing.list_attempts_many(uow.conn, _MOVEMENT[kind],
+                                            [m.id for m in movements])
+    movements = [m for m in movements if found[m.id]]
+    if not movements:
+        return
+    try:
+        observed = outgoing_chain.observe_many(ctx.rpc, ctx.rule,
+                                               [(m.sender, found[m.id]) for m in movements],
+                                               ctx.fees)
+    except RpcUnavailable as exc:
+        log.warning("%s on %s: node unavailable while tracking (retried next step): %s",
+                    kind.value, ctx.chain.name, exc.message)
+        return
+    for m, seen in zip(movements, observed, strict=True):
         try:
-            _track_one(engine, ctx, kind, movement_id, now=now, report=report)
+            _track_one(engine, ctx, m, found[m.id], seen, now=now, report=report)
         except RpcUnavailable as exc:
             log.warning("%s: node unavailable while tracking (retried next step): %s",
-                        _what((kind, movement_id)), exc.message)
+                        _what(m), exc.message)
         report.tracked += 1
 
 
-def _track_one(engine: Engine, ctx: SweepContext, kind: Kind, movement_id: int, *,
-               now: datetime, report: StepReport) -> None:
-    with UnitOfWork(engine) as uow:
-        m0 = repo.get(uow.conn, kind, movement_id)
-        attempts = outgoing.list_attempts(uow.conn, _MOVEMENT[kind], movement_id)
-    if m0 is None or not attempts:
-        return
-    view = outgoing_chain.observe(ctx.rpc, ctx.rule, m0.sender, attempts, ctx.fees)
-    hit, final = outgoing_chain.landed(ctx.rpc, ctx.rule, view)
+def _track_one(engine: Engine, ctx: SweepContext, m0: Movement, attempts: list[Attempt],
+               observed: outgoing_chain.Observed, *, now: datetime,
+               report: StepReport) -> None:
+    kind, movement_id, view = m0.kind, m0.id, observed.view
+    hit, final = outgoing_chain.landed_in(ctx.rule, observed)
     seen = judge(view.attempts, nonce=attempts[0].nonce, finalized_nonce=view.finalized_nonce,
                  latest_nonce=view.latest_nonce)
     if hit is None and _replace_if_due(engine, ctx, m0, attempts, view, seen.verdict, now=now):
