@@ -267,6 +267,19 @@ def last_event(conn: Connection, kind: Kind, movement_id: int,
     return found[-1] if found else None
 
 
+def last_events(conn: Connection, kind: Kind, movement_ids: Sequence[int],
+                event: str) -> dict[int, EventRecord]:
+    """The latest history row of ``event`` of each movement (one query)."""
+    t = TABLES[kind]
+    rows = conn.execute(
+        sa.text(f"SELECT DISTINCT ON ({t.ref}) * FROM {t.events} WHERE {t.ref} = ANY(:m) "
+                f"AND event = :e ORDER BY {t.ref}, id DESC"),
+        {"m": list(movement_ids), "e": event})
+    return {int(getattr(r, t.ref)): EventRecord(
+        r.id, r.from_state, r.to_state, r.event, r.reason, r.evidence, r.actor,
+        r.ledger_transaction_id, r.attempt_id, r.occurred_at, r.recorded_at) for r in rows}
+
+
 # --------------------------------------------------------------------------- address records
 
 

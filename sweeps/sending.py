@@ -28,31 +28,39 @@ top-up releases the sweep that waits for it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
 from chains.errors import RpcUnavailable
 from chains.evm import decode_receipt_transfers, erc20_transfer_calldata
-from chains.model import FinalityRule
+from chains.model import FinalityEvidence, FinalityRule
 from chains.rpc import RpcClient
 from config.chains import ChainConfig
 from config.errors import ConfigurationInvalid
 from config.sweeps import SweepsConfig
-from config.uow import UnitOfWork, run_in_transaction
+from config.uow import UnitOfWork, is_retryable, run_in_transaction
 from config.withdrawals import HotWalletConfig
 from deposits import repository as deposits_repo
 from ledger import chart
 from ledger import service as ledger
-from ledger.model import Entry, credit, debit
+from ledger.model import Account, Entry, credit, debit
 from outgoing import chain as outgoing_chain
 from outgoing import repository as outgoing
 from outgoing.chain import ChainView, FeePolicy
 from outgoing.errors import SignerUnavailable
-from outgoing.model import FeeCaps, Verdict, bump_due, bumped_fee_caps, judge
+from outgoing.model import (
+    AttemptView,
+    FeeCaps,
+    Judgement,
+    Verdict,
+    bump_due,
+    bumped_fee_caps,
+    judge,
+)
 from outgoing.repository import Attempt, MovementKind
 from outgoing.signer import AddressSigners, SignedTx, Signer, UnsignedTx
 from sweeps import model
@@ -65,6 +73,8 @@ from withdrawals.model import to_ledger_units
 log = logging.getLogger("sweeps")
 alerts = logging.getLogger("custody.alerts")
 ACTOR = "sweeper"
+T = TypeVar("T")
+R = TypeVar("R")
 SOURCE = "sweeper"
 _MOVEMENT = {Kind.SWEEP: MovementKind.SWEEP, Kind.GAS_TOP_UP: MovementKind.GAS_TOP_UP,
              Kind.COLD_TRANSFER: MovementKind.COLD_TRANSFER}
@@ -87,6 +97,8 @@ class SweepContext:
     address_signers: AddressSigners | None
     rule: FinalityRule
     fees: FeePolicy = field(init=False)
+    #: ``expense:network_fees`` and ``treasury:{chain}`` in the native asset, once opened.
+    gas_accounts: tuple[Account, Account] | None = None
 
     def __post_init__(self) -> None:
         self.fees = FeePolicy(self.hot.priority_fee_wei, self.hot.max_fee_per_gas_cap_wei)
@@ -122,6 +134,43 @@ def _ids(engine: Engine, ctx: SweepContext, kind: Kind, states: set[State]) -> l
 def _caps_json(caps: FeeCaps) -> dict[str, str]:
     return {"max_fee_per_gas": str(caps.max_fee_per_gas),
             "max_priority_fee_per_gas": str(caps.max_priority_fee_per_gas)}
+
+
+#: Movements per database transaction of a phase; each in its own savepoint.
+CHUNK = 50
+
+
+def each_in_savepoints(engine: Engine, items: Sequence[T],
+                       work: Callable[[UnitOfWork, T], R], what: Callable[[T], str]
+                       ) -> list[R | None]:
+    """``work`` for every item, ``CHUNK`` items per database transaction, each item in its own
+    savepoint: an item that fails (a refusal, a broken invariant) is rolled back alone, logged,
+    and left where it was for the next step, and never stops the others; a serialization
+    failure or a deadlock retries the whole chunk (``run_in_transaction``). Fewer commits,
+    the same isolation between movements."""
+    found: list[R | None] = []
+    for start in range(0, len(items), CHUNK):
+        chunk = items[start:start + CHUNK]
+
+        def run(uow: UnitOfWork, chunk: Sequence[T] = chunk) -> list[R | None]:
+            out: list[R | None] = []
+            for item in chunk:
+                savepoint = uow.conn.begin_nested()
+                try:
+                    out.append(work(uow, item))
+                except Exception as exc:  # noqa: BLE001 - isolated per movement, logged
+                    if is_retryable(exc):
+                        raise
+                    savepoint.rollback()
+                    alerts.error("%s: not recorded, left for the next step: %s: %s",
+                                 what(item), type(exc).__name__, exc)
+                    out.append(None)
+                else:
+                    savepoint.commit()
+            return out
+
+        found += run_in_transaction(engine, run)
+    return found
 
 
 # --------------------------------------------------------------------------- what each sends
@@ -185,10 +234,10 @@ def assign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime) -> N
         return
     caps = outgoing_chain.fresh_caps(ctx.rpc, ctx.fees)
     chain_nonces = outgoing_chain.nonces(ctx.rpc, [m.sender for m in waiting])
-    for m in sorted(waiting, key=lambda w: w.id):
-        run_in_transaction(engine, partial(_assign_one, ctx=ctx, kind=kind,
-                                           movement_id=m.id, caps=caps,
-                                           chain_nonce=chain_nonces[m.sender], now=now))
+    each_in_savepoints(
+        engine, sorted(waiting, key=lambda w: w.id),
+        lambda uow, m: _assign_one(uow, ctx, kind, m.id, caps, chain_nonces[m.sender], now),
+        _what)
 
 
 def _assign_one(uow: UnitOfWork, ctx: SweepContext, kind: Kind, movement_id: int,
@@ -222,16 +271,20 @@ def _within_gas_budget(uow: UnitOfWork, ctx: SweepContext, m: Movement,
 def sign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
          report: StepReport) -> None:
     """Sign every movement of ``kind`` in ``signing`` outside any transaction with the nonce and
-    caps committed by ``assign``, then record the attempt. A signature lost to a crash or a
+    caps committed by ``assign``, then record the attempts. A signature lost to a crash or a
     timeout costs nothing: only recorded attempts are ever sent."""
-    for movement_id in _ids(engine, ctx, kind, {State.SIGNING}):
-        with UnitOfWork(engine) as uow:  # A read, closed before the signer is called.
-            m = repo.get(uow.conn, kind, movement_id)
-            assigned = repo.last_event(uow.conn, kind, movement_id, Event.NONCE_ASSIGNED)
-        if m is None or m.state is not State.SIGNING or assigned is None or m.nonce is None:
+    with UnitOfWork(engine) as uow:  # Reads, closed before the signer is called.
+        waiting = repo.list_movements(uow.conn, kind, chain=ctx.chain.name,
+                                      states=[State.SIGNING], limit=ctx.cfg.batch_max)
+        assigned = repo.last_events(uow.conn, kind, [m.id for m in waiting],
+                                    Event.NONCE_ASSIGNED)
+    signed_txs: list[tuple[Movement, UnsignedTx, SignedTx]] = []
+    for m in sorted(waiting, key=lambda w: w.id):
+        event = assigned.get(m.id)
+        if event is None or m.nonce is None:
             continue
-        caps = FeeCaps(int(assigned.evidence["max_fee_per_gas"]),
-                       int(assigned.evidence["max_priority_fee_per_gas"]))
+        caps = FeeCaps(int(event.evidence["max_fee_per_gas"]),
+                       int(event.evidence["max_priority_fee_per_gas"]))
         tx = unsigned(ctx, m, m.nonce, caps)
         if tx is None:
             log.error("%s: nothing left to send at nonce %s; left in signing", _what(m), m.nonce)
@@ -242,12 +295,13 @@ def sign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
             log.warning("%s: %s", _what(m), exc.message)
             continue
         signed = outgoing_chain.sign(signer, tx, _what(m))
-        if signed is None:
-            continue  # The signer is away: signed again next step, same nonce and caps.
-        if run_in_transaction(engine, partial(_record_first, ctx=ctx, kind=kind,
-                                              movement_id=movement_id, tx=tx, signed=signed,
-                                              now=now)):
-            report.signed += 1
+        if signed is not None:  # None: the signer is away; signed again next step.
+            signed_txs.append((m, tx, signed))
+    recorded = each_in_savepoints(
+        engine, signed_txs,
+        lambda uow, item: _record_first(uow, ctx, kind, item[0].id, item[1], item[2], now),
+        lambda item: _what(item[0]))
+    report.signed += sum(1 for r in recorded if r)
 
 
 def _record_first(uow: UnitOfWork, ctx: SweepContext, kind: Kind, movement_id: int,
@@ -295,19 +349,21 @@ def send(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
     with UnitOfWork(engine) as uow:
         found = outgoing.list_attempts_many(uow.conn, _MOVEMENT[kind], ids)
     latest = [found[i][-1] for i in ids if found[i]]
-    for attempt, outcome in zip(latest, outgoing_chain.send_many(ctx.rpc, latest), strict=True):
-        report.sent += 1
-        event = Event.SEND_ACCEPTED if outcome.accepted else Event.SEND_UNCONFIRMED
+    outcomes = outgoing_chain.send_many(ctx.rpc, latest)
+    report.sent += len(latest)
 
-        def record(uow: UnitOfWork, a: Attempt = attempt, e: Event = event,
-                   why: str = outcome.reason, ev: dict[str, Any] = outcome.evidence) -> None:
-            m = repo.get(uow.conn, kind, a.movement_id, for_update=True)
-            if m is None or m.state is not State.SIGNED:
-                return  # Another step moved it meanwhile (it found a receipt): keep that.
-            repo.record(uow.conn, m, to_state=model.transition(kind, m.state, e), event=e,
-                        actor=ACTOR, at=now, reason=why, evidence=ev, attempt_id=a.id)
+    def record(uow: UnitOfWork, item: tuple[Attempt, outgoing_chain.SendOutcome]) -> None:
+        a, outcome = item
+        e = Event.SEND_ACCEPTED if outcome.accepted else Event.SEND_UNCONFIRMED
+        m = repo.get(uow.conn, kind, a.movement_id, for_update=True)
+        if m is None or m.state is not State.SIGNED:
+            return  # Another step moved it meanwhile (it found a receipt): keep that.
+        repo.record(uow.conn, m, to_state=model.transition(kind, m.state, e), event=e,
+                    actor=ACTOR, at=now, reason=outcome.reason, evidence=outcome.evidence,
+                    attempt_id=a.id)
 
-        run_in_transaction(engine, record)
+    each_in_savepoints(engine, list(zip(latest, outcomes, strict=True)), record,
+                       lambda item: _what((kind, item[0].movement_id)))
 
 
 # --------------------------------------------------------------------------- track
@@ -316,9 +372,9 @@ def send(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
 def track(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
           report: StepReport) -> None:
     """Track every movement of ``kind`` in flight: one batched observation of the chain for
-    all of them (``outgoing.chain.observe_many``), then each in its own transactions, so what
-    goes wrong with one never stops the others. The node away: nothing is decided, the next
-    step tries again."""
+    all of them (``outgoing.chain.observe_many``), then each in its own savepoint
+    (``each_in_savepoints``), so what goes wrong with one never stops the others. The node
+    away: nothing is decided, the next step tries again."""
     states = [State.BROADCAST, State.UNKNOWN, State.INCLUDED]
     with UnitOfWork(engine) as uow:
         movements = repo.list_movements(uow.conn, kind, chain=ctx.chain.name, states=states,
@@ -336,77 +392,94 @@ def track(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime,
         log.warning("%s on %s: node unavailable while tracking (retried next step): %s",
                     kind.value, ctx.chain.name, exc.message)
         return
+    ensure_gas_accounts(engine, ctx)
+    due: list[_Seen] = []
     for m, seen in zip(movements, observed, strict=True):
-        try:
-            _track_one(engine, ctx, m, found[m.id], seen, now=now, report=report)
-        except RpcUnavailable as exc:
-            log.warning("%s: node unavailable while tracking (retried next step): %s",
-                        _what(m), exc.message)
         report.tracked += 1
+        attempts, view = found[m.id], seen.view
+        hit, final = outgoing_chain.landed_in(ctx.rule, seen)
+        verdict = judge(view.attempts, nonce=attempts[0].nonce,
+                        finalized_nonce=view.finalized_nonce, latest_nonce=view.latest_nonce)
+        try:
+            if hit is None and _replace_if_due(engine, ctx, m, attempts, view, verdict.verdict,
+                                               now=now):
+                continue
+        except RpcUnavailable as exc:
+            log.warning("%s: node unavailable (retried next step): %s", _what(m), exc.message)
+            continue
+        due.append(_Seen(m, attempts, view, hit, final, verdict))
+    resends = each_in_savepoints(
+        engine, due, lambda uow, d: _track_one(uow, ctx, d, now=now, report=report),
+        lambda d: _what(d.movement))
+    for attempt in resends:
+        if attempt is not None:
+            outgoing_chain.resend(ctx.rpc, attempt)
 
 
-def _track_one(engine: Engine, ctx: SweepContext, m0: Movement, attempts: list[Attempt],
-               observed: outgoing_chain.Observed, *, now: datetime,
-               report: StepReport) -> None:
-    kind, movement_id, view = m0.kind, m0.id, observed.view
-    hit, final = outgoing_chain.landed_in(ctx.rule, observed)
-    seen = judge(view.attempts, nonce=attempts[0].nonce, finalized_nonce=view.finalized_nonce,
-                 latest_nonce=view.latest_nonce)
-    if hit is None and _replace_if_due(engine, ctx, m0, attempts, view, seen.verdict, now=now):
-        return
+@dataclass(frozen=True)
+class _Seen:
+    """What tracking saw of one movement, before its row is locked."""
 
-    def work(uow: UnitOfWork) -> Attempt | None:
-        m = repo.get(uow.conn, kind, movement_id, for_update=True)
-        if m is None or m.state not in (State.BROADCAST, State.UNKNOWN, State.INCLUDED):
-            return None
-        if hit is not None and final is not None:
-            is_final, evidence = final
-            attempt = next(a for a in attempts if a.id == hit.attempt_id)
-            proof = {**evidence.to_json(), "tx_hash": hit.tx_hash, "nonce": hit.nonce}
-            if m.state is State.INCLUDED and m.data["landed_attempt_id"] != hit.attempt_id:
-                m = repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.REORGED_OUT,
-                                actor=ACTOR, at=now, reason="another attempt landed instead",
-                                evidence=proof, landed_attempt_id=None)
-            if m.state is not State.INCLUDED:
-                m = repo.record(uow.conn, m, to_state=State.INCLUDED,
-                                event=Event.RECEIPT_OBSERVED, actor=ACTOR, at=now,
-                                reason=f"included in block {hit.receipt_block}", evidence=proof,
-                                attempt_id=hit.attempt_id, landed_attempt_id=hit.attempt_id)
-            if is_final:
-                _final(uow, ctx, m, attempt, view.receipts[hit.tx_hash], bool(hit.succeeded),
-                       proof, now=now, report=report)
-            return None
-        if m.state is State.INCLUDED:
-            gone = next(a for a in attempts if a.id == m.data["landed_attempt_id"])
-            repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.REORGED_OUT,
-                        actor=ACTOR, at=now, reason="receipt gone: the block was reorged out",
-                        evidence={"tx_hash": gone.tx_hash, "head": view.head},
-                        landed_attempt_id=None)
-            return gone
-        facts = {"nonce": attempts[0].nonce, "finalized_nonce": view.finalized_nonce,
-                    "latest_nonce": view.latest_nonce, "final_height": view.final_height,
-                    "attempts": [a.tx_hash for a in attempts]}
-        if seen.verdict is Verdict.CONSUMED_ELSEWHERE:
-            repo.record(uow.conn, m, to_state=State.DROPPED, event=Event.CONSUMED_ELSEWHERE,
-                        actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
-            _after_failure(uow, ctx, m, now=now)
-            report.dropped += 1
-            return None
-        if seen.verdict is Verdict.PENDING and m.state is State.UNKNOWN:
-            repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.FOUND_PENDING,
-                        actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
-            return None
-        if seen.verdict is Verdict.NOT_FOUND:
-            if m.state is State.BROADCAST:
-                repo.record(uow.conn, m, to_state=State.UNKNOWN, event=Event.NOT_FOUND,
-                            actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
-            _escalate_once(m, attempts, ctx.cfg.escalate_after_s, now=now)
-            return attempts[-1]  # Unknown to the node: the same bytes again (same hash).
+    movement: Movement
+    attempts: list[Attempt]
+    view: ChainView
+    hit: AttemptView | None
+    final: tuple[bool, FinalityEvidence] | None
+    verdict: Judgement
+
+
+def _track_one(uow: UnitOfWork, ctx: SweepContext, d: _Seen, *, now: datetime,
+               report: StepReport) -> Attempt | None:
+    """Record what the chain showed for one movement, under its row lock (re-read: another
+    step may have moved it); return an attempt to send again, if any."""
+    attempts, view, hit, final, seen = d.attempts, d.view, d.hit, d.final, d.verdict
+    m = repo.get(uow.conn, d.movement.kind, d.movement.id, for_update=True)
+    if m is None or m.state not in (State.BROADCAST, State.UNKNOWN, State.INCLUDED):
         return None
-
-    resend = run_in_transaction(engine, work)
-    if resend is not None:
-        outgoing_chain.resend(ctx.rpc, resend)
+    if hit is not None and final is not None:
+        is_final, evidence = final
+        attempt = next(a for a in attempts if a.id == hit.attempt_id)
+        proof = {**evidence.to_json(), "tx_hash": hit.tx_hash, "nonce": hit.nonce}
+        if m.state is State.INCLUDED and m.data["landed_attempt_id"] != hit.attempt_id:
+            m = repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.REORGED_OUT,
+                            actor=ACTOR, at=now, reason="another attempt landed instead",
+                            evidence=proof, landed_attempt_id=None)
+        if m.state is not State.INCLUDED:
+            m = repo.record(uow.conn, m, to_state=State.INCLUDED, event=Event.RECEIPT_OBSERVED,
+                            actor=ACTOR, at=now, reason=f"included in block {hit.receipt_block}",
+                            evidence=proof, attempt_id=hit.attempt_id,
+                            landed_attempt_id=hit.attempt_id)
+        if is_final:
+            _final(uow, ctx, m, attempt, view.receipts[hit.tx_hash], bool(hit.succeeded),
+                   proof, now=now, report=report)
+        return None
+    if m.state is State.INCLUDED:
+        gone = next(a for a in attempts if a.id == m.data["landed_attempt_id"])
+        repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.REORGED_OUT,
+                    actor=ACTOR, at=now, reason="receipt gone: the block was reorged out",
+                    evidence={"tx_hash": gone.tx_hash, "head": view.head},
+                    landed_attempt_id=None)
+        return gone  # Back to broadcast tracking: the same bytes again (same hash).
+    facts = {"nonce": attempts[0].nonce, "finalized_nonce": view.finalized_nonce,
+             "latest_nonce": view.latest_nonce, "final_height": view.final_height,
+             "attempts": [a.tx_hash for a in attempts]}
+    if seen.verdict is Verdict.CONSUMED_ELSEWHERE:
+        repo.record(uow.conn, m, to_state=State.DROPPED, event=Event.CONSUMED_ELSEWHERE,
+                    actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
+        _after_failure(uow, ctx, m, now=now)
+        report.dropped += 1
+        return None
+    if seen.verdict is Verdict.PENDING and m.state is State.UNKNOWN:
+        repo.record(uow.conn, m, to_state=State.BROADCAST, event=Event.FOUND_PENDING,
+                    actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
+        return None
+    if seen.verdict is Verdict.NOT_FOUND:
+        if m.state is State.BROADCAST:
+            repo.record(uow.conn, m, to_state=State.UNKNOWN, event=Event.NOT_FOUND,
+                        actor=ACTOR, at=now, reason=seen.reason, evidence=facts)
+        _escalate_once(m, attempts, ctx.cfg.escalate_after_s, now=now)
+        return attempts[-1]  # Unknown to the node: the same bytes again (same hash).
+    return None
 
 
 _ALERTED: set[tuple[Kind, int]] = set()
@@ -471,19 +544,32 @@ def _gas_entry(uow: UnitOfWork, ctx: SweepContext, m: Movement, wei: int,
     """``DR expense:network_fees / CR treasury:{chain}`` in the native asset, exactly."""
     if wei == 0:
         return None
-    asset = ledger.get_asset(uow, ctx.chain.native_asset)
+    expense, treasury = ctx.gas_accounts or _open_gas_accounts(uow, ctx)
+    scale = expense.asset.scale
     try:
-        amount = to_ledger_units(wei, ctx.chain.native_decimals, asset.scale)
+        amount = to_ledger_units(wei, ctx.chain.native_decimals, scale)
     except AmountNotRepresentable as exc:
         raise ConfigurationInvalid(f"{_what(m)}: gas {wei} cannot be booked exactly in "
-                                   f"{asset.code} (scale {asset.scale})") from exc
-    expense = ledger.open_account(uow, chart.expense_network_fees(), asset)
-    treasury = ledger.open_account(uow, chart.treasury(ctx.chain.name), asset)
+                                   f"{ctx.chain.native_asset} (scale {scale})") from exc
     return Entry(idempotency_key=f"{m.kind.value}:{m.id}:gas", kind=f"{m.kind.value}_gas",
                  effective_at=now, source=SOURCE, reference=f"{m.kind.value}:{m.id}",
                  reason=f"gas paid by {m.sender}",
                  lines=(debit(expense, amount), credit(treasury, amount)),
                  metadata={"amount_chain": str(wei), "chain_decimals": ctx.chain.native_decimals})
+
+
+def _open_gas_accounts(uow: UnitOfWork, ctx: SweepContext) -> tuple[Account, Account]:
+    asset = ledger.get_asset(uow, ctx.chain.native_asset)
+    return (ledger.open_account(uow, chart.expense_network_fees(), asset),
+            ledger.open_account(uow, chart.treasury(ctx.chain.name), asset))
+
+
+def ensure_gas_accounts(engine: Engine, ctx: SweepContext) -> None:
+    """Open ``expense:network_fees`` and ``treasury:{chain}`` in the native asset once, in a
+    committed transaction of their own, so that the gas entries of a step reuse them (an
+    account opened inside a chunk that rolled back would not exist)."""
+    if ctx.gas_accounts is None:
+        ctx.gas_accounts = run_in_transaction(engine, lambda uow: _open_gas_accounts(uow, ctx))
 
 
 def _final(uow: UnitOfWork, ctx: SweepContext, m: Movement, attempt: Attempt,
