@@ -79,6 +79,12 @@ class AddressSourceConfig:
     account: int = 0
     mnemonic_env: str | None = None
     xpub: str | None = None
+    #: An external signer of the family's deposit addresses (sweeps): the environment variable
+    #: holding its URL (it may carry a credential), or None (an xpub source then signs nothing).
+    #: It is asked to sign as ``m/44'/60'/<account>'/0/<index>``: for an xpub source, set
+    #: ``account`` to the account the xpub was exported at.
+    signer_url_env: str | None = None
+    signer_timeout_ms: int = 5_000
 
 
 @dataclass(frozen=True)
@@ -295,7 +301,13 @@ def _parse_address_source(family: str, raw: Any) -> AddressSourceConfig:
     source = AddressSourceConfig(
         kind=kind, account=_int(raw, "account", where, default=0, high=2**31 - 1),
         mnemonic_env=raw.get("mnemonic_env"), xpub=raw.get("xpub"),
+        signer_url_env=raw.get("signer_url_env"),
+        signer_timeout_ms=_int(raw, "signer_timeout_ms", where, default=5_000, high=600_000),
     )
+    if source.signer_url_env is not None and (
+            not isinstance(source.signer_url_env, str)
+            or not re.match(r"^[A-Z_][A-Z0-9_]{0,127}$", source.signer_url_env)):
+        raise ConfigurationInvalid(f"{where}.signer_url_env must name an environment variable")
     if kind == "mnemonic" and not source.mnemonic_env:
         raise ConfigurationInvalid(f"{where}: kind 'mnemonic' needs mnemonic_env")
     if kind == "xpub" and not source.xpub:

@@ -29,6 +29,7 @@ from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 
 from chains.addresses import AddressSource, MnemonicAddressSource
+from config.chains import AddressSourceConfig
 from config.withdrawals import HotWalletConfig
 from outgoing.errors import SignerAnswerInvalid, SignerUnavailable
 
@@ -148,10 +149,39 @@ class MnemonicAddressSigners:
         return signer
 
 
-def address_signers_for(source: AddressSource) -> AddressSigners | None:
-    """The signers an address source offers: the development mnemonic's derived keys, or None
-    for a source that holds no key (an xpub): its sweeps are proposed and listed, never
-    signed, until an external signer is plugged in."""
+class RemoteAddressSigners:
+    """An external signing service (KMS, HSM, MPC) for deposit addresses: ``RemoteSigner``'s
+    request with the address's ``derivation_path`` (``m/44'/60'/<account>'/0/<index>``) added;
+    every answer must be the transaction asked for, signed by that address."""
+
+    def __init__(self, url: str, *, account: int, timeout_ms: int) -> None:
+        self._url = url
+        self._account = account
+        self._timeout_ms = timeout_ms
+        self._session = requests.Session()
+
+    def __repr__(self) -> str:
+        # The URL may carry a credential: never shown.
+        return f"RemoteAddressSigners(account={self._account})"
+
+    def signer(self, index: int, address: str) -> Signer:
+        """The service, asked to sign as ``address`` at ``index``'s path."""
+        return RemoteSigner(address, self._url, timeout_ms=self._timeout_ms,
+                            session=self._session,
+                            derivation_path=f"m/44'/60'/{self._account}'/0/{index}")
+
+
+def address_signers_for(source: AddressSource, cfg: AddressSourceConfig | None = None, *,
+                        environ: Mapping[str, str] | None = None) -> AddressSigners | None:
+    """The signers of a family's deposit addresses: the external signer its configuration names
+    (``signer_url_env``), else the development mnemonic's derived keys, else None for a source
+    that holds no key (an xpub): its sweeps are proposed and listed, never signed."""
+    values = os.environ if environ is None else environ
+    if cfg is not None and cfg.signer_url_env is not None:
+        url = values.get(cfg.signer_url_env)
+        if not url:
+            raise SignerUnavailable(f"environment variable {cfg.signer_url_env} is not set")
+        return RemoteAddressSigners(url, account=cfg.account, timeout_ms=cfg.signer_timeout_ms)
     if isinstance(source, MnemonicAddressSource):
         return MnemonicAddressSigners(source)
     return None
@@ -175,8 +205,10 @@ class RemoteSigner:
     """
 
     def __init__(self, address: str, url: str, *, timeout_ms: int,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None,
+                 derivation_path: str | None = None) -> None:
         self._address = address.lower()
+        self._path = derivation_path
         self._url = url
         self._timeout_s = timeout_ms / 1000
         self._session = session or requests.Session()
@@ -193,8 +225,10 @@ class RemoteSigner:
     def sign(self, tx: UnsignedTx) -> SignedTx:
         """Ask the service to sign ``tx`` and check its answer (see the class docstring)."""
         try:
-            answer = self._session.post(self._url, json=request_body(self._address, tx),
-                                        timeout=self._timeout_s)
+            body = request_body(self._address, tx)
+            if self._path is not None:
+                body["derivation_path"] = self._path
+            answer = self._session.post(self._url, json=body, timeout=self._timeout_s)
         except requests.Timeout:
             raise SignerUnavailable(f"remote signer: no answer within {self._timeout_s}s "
                                     f"(nonce {tx.nonce})") from None

@@ -27,21 +27,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from chains.balances import read_balances
 from config.sweeps import PRICE_SCALE, SweepAssetConfig
-from config.uow import UnitOfWork, run_in_transaction
+from config.uow import UnitOfWork
 from outgoing import chain as outgoing_chain
 from outgoing.model import FeeCaps
 from sweeps import model
 from sweeps import repository as repo
 from sweeps.model import State
 from sweeps.repository import AddressRecord
-from sweeps.sending import ACTOR, StepReport, SweepContext, log
+from sweeps.sending import ACTOR, StepReport, SweepContext, each_in_savepoints, log
 from withdrawals.model import to_chain_units
 
 
@@ -118,10 +117,12 @@ def plan(engine: Engine, ctx: SweepContext, *, now: datetime, report: StepReport
                                                   limit=ctx.cfg.batch_max)
                    if m.data["top_up_id"] is None]
     caps = outgoing_chain.fresh_caps(ctx.rpc, ctx.fees)
-    for sweep in orphans:
+    def retop(uow: UnitOfWork, sweep: repo.Movement) -> None:
         nat = records.get((sweep.sender, None), AddressRecord(sweep.sender, None))
-        need = model.top_up_needed(nat.treasury, sweep.gas_limit, caps.max_fee_per_gas)
-        run_in_transaction(engine, partial(_retop, ctx=ctx, sweep=sweep, need=need, now=now))
+        _retop(uow, ctx, sweep, model.top_up_needed(nat.treasury, sweep.gas_limit,
+                                                    caps.max_fee_per_gas), now)
+
+    each_in_savepoints(engine, orphans, retop, lambda m: f"sweep {m.id}")
     due = candidates(ctx, records, busy, caps, report)
     if not due:
         return
@@ -130,6 +131,7 @@ def plan(engine: Engine, ctx: SweepContext, *, now: datetime, report: StepReport
     on_chain = read_balances(ctx.rpc, latest, [c.address for c in due], tokens)
     with UnitOfWork(engine) as uow:
         indexes = repo.derivation_indexes(uow.conn, ctx.chain.family, [c.address for c in due])
+    plannable = []
     for c in due:
         held = (on_chain.native_minor[c.address] if c.asset.token is None
                 else on_chain.tokens_minor[(c.address, c.asset.token)])
@@ -139,8 +141,10 @@ def plan(engine: Engine, ctx: SweepContext, *, now: datetime, report: StepReport
                       "%s at block %s%s", c.address, c.asset.asset, ctx.chain.name, expected,
                       held, latest, "" if c.address in indexes else " (no derivation index)")
             continue
-        run_in_transaction(engine, partial(_insert, ctx=ctx, c=c, index=indexes[c.address],
-                                           caps=caps, now=now, report=report))
+        plannable.append(c)
+    each_in_savepoints(engine, plannable,
+                       lambda uow, c: _insert(uow, ctx, c, indexes[c.address], caps, now, report),
+                       lambda c: f"sweep of {c.address} {c.asset.asset}")
 
 
 def _insert(uow: UnitOfWork, ctx: SweepContext, c: Candidate, index: int, caps: FeeCaps,

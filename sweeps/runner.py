@@ -61,10 +61,11 @@ def build_context(chains: ChainsConfig, wcfg: WithdrawalsConfig, cfg: SweepsConf
     source_cfg = chains.address_sources.get(chain.family)
     if source_cfg is not None:
         try:
-            signers = address_signers_for(address_source(source_cfg))
+            signers = address_signers_for(address_source(source_cfg), source_cfg,
+                                          environ=environ)
         except CustodyError as exc:
-            log.warning("sweeper on %s: no deposit address source (%s)", chain_name,
-                        exc.message)
+            log.warning("sweeper on %s: no signer for deposit addresses (%s): sweeps wait",
+                        chain_name, exc.message)
     return SweepContext(chain, hot, cfg, rpc, hot_signer, signers,
                         parse_finality_rule(chain.finality))
 

@@ -13,7 +13,9 @@ Knobs (plain attributes, read at each request, so a test flips them while it run
 - ``tamper``: ``"value"`` signs a different value, ``"hash"`` answers a wrong hash, ``"key"``
   signs with another key.
 
-Every request body is kept in ``requests`` (what the processor asked, in order).
+Every request body is kept in ``requests`` (what the processor asked, in order). With a
+``mnemonic``, a request naming a ``derivation_path`` (a deposit address, for a sweep) is signed
+with the key at that path.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from eth_utils.address import to_checksum_address
 class SigningService:
     """The service; ``url`` is where to POST. Use as a context manager, or call ``close``."""
 
-    def __init__(self, key: str, *, seed: int = 0) -> None:
+    def __init__(self, key: str, *, seed: int = 0, mnemonic: str | None = None) -> None:
         self._account = Account.from_key(key)
         self.address = str(self._account.address).lower()
+        self._mnemonic = mnemonic
         self.delay_s = 0.0
         self.random_delay_s = 0.0
         self.fail = False
@@ -94,14 +97,19 @@ class SigningService:
         time.sleep(pause + self.hang_s)
         if self.fail:
             return 503, {"error": "signing service unavailable"}
-        if body.get("from") != self.address:
+        account = self._account
+        if self._mnemonic is not None and "derivation_path" in body:
+            # A deposit address: the key at the asked path of the service's mnemonic.
+            Account.enable_unaudited_hdwallet_features()
+            account = Account.from_mnemonic(self._mnemonic,
+                                            account_path=str(body["derivation_path"]))
+        if body.get("from") != str(account.address).lower():
             return 400, {"error": "not our key"}
         tx = {"type": 2, "chainId": body["chain_id"], "nonce": body["nonce"],
               "to": to_checksum_address(body["to"]), "value": int(body["value"]),
               "data": body["data"], "gas": body["gas_limit"],
               "maxFeePerGas": int(body["max_fee_per_gas"]),
               "maxPriorityFeePerGas": int(body["max_priority_fee_per_gas"])}
-        account = self._account
         if self.tamper == "value":
             tx["value"] += 1
         elif self.tamper == "key":

@@ -9,6 +9,7 @@ finality (``confirmations:3``) needs and runs the watcher and the sweeper until 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -85,7 +86,8 @@ class SweepRig:
         """A sweeper context (the hot key from the test's environment)."""
         chains, wcfg = dev_configs(self.doc)
         return runner.build_context(chains, wcfg, parse_sweeps_config(self.doc, chains, wcfg),
-                                    CHAIN, environ={HOT_KEY_ENV: self.hot_key}, rpc_url=rpc_url)
+                                    CHAIN, environ={**os.environ, HOT_KEY_ENV: self.hot_key},
+                                    rpc_url=rpc_url)
 
     def sweep(self, ctx: SweepContext | None = None, advance_s: float = 1.0) -> StepReport:
         """One sweeper step at the rig's clock (advanced first)."""
