@@ -512,6 +512,16 @@ def _replace_if_due(engine: Engine, ctx: SweepContext, m: Movement, attempts: li
     previous = attempts[-1]
     caps = bumped_fee_caps(FeeCaps(previous.max_fee_per_gas, previous.max_priority_fee_per_gas),
                            view.fresh_caps, ctx.cfg.bump_percent)
+    if m.kind is Kind.SWEEP and m.data["token"] is not None:
+        with UnitOfWork(engine) as uow:
+            held = _within_gas_budget(uow, ctx, m, caps)
+        if held != caps:
+            # The treasury gas on the address cannot pay a bump: a replacement it cannot pay
+            # would be refused, and the last attempt would be one that never lands. Keep the
+            # attempt there is (sent again as it is) until fees fall.
+            log.info("%s: no fee bump, its address's treasury gas pays %s per gas at most",
+                     _what(m), held.max_fee_per_gas)
+            return False
     assert m.nonce is not None
     tx = unsigned(ctx, m, m.nonce, caps)
     if tx is None:
