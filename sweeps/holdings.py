@@ -249,8 +249,9 @@ class AssetHoldings:
     #: The ledger's balances, in the asset's minor units (``line.scale``).
     custody_minor: int
     treasury_minor: int
-    #: ``custody + treasury`` in on-chain units.
-    ledger: int
+    #: The same in on-chain units (rounded down when not exact: ``exact``).
+    custody: int
+    treasury: int
     #: The deposit addresses' expected figures summed.
     deposits_expected: int
     flows: Flows
@@ -258,6 +259,11 @@ class AssetHoldings:
     group: GroupHolding
     #: How many addresses were read (deposit, hot and cold).
     addresses: int
+
+    @property
+    def ledger(self) -> int:
+        """``custody + treasury`` in on-chain units."""
+        return self.custody + self.treasury
 
     @property
     def ledger_minor(self) -> int:
@@ -410,7 +416,7 @@ def assemble(chain: ChainConfig, lines: Sequence[Line], side: LedgerSide, balanc
                                 g.sending, exact_c and exact_t)
         assets.append(AssetHoldings(
             line=line, on_chain=d.on_chain + g.on_chain, custody_minor=custody_minor,
-            treasury_minor=treasury_minor, ledger=custody + treasury,
+            treasury_minor=treasury_minor, custody=custody, treasury=treasury,
             deposits_expected=d.parts.expected, flows=d.flows + g.flows,
             sending=d.sending or g.sending, group=hot_cold, addresses=len(owned)))
     return ChainHoldings(
@@ -628,20 +634,23 @@ def address_json(h: AddressHolding) -> dict[str, Any]:
 
 
 def asset_json(a: AssetHoldings) -> dict[str, Any]:
-    """One asset's totals for JSON."""
-    d, g = a.line.decimals, a.group
+    """One asset's totals for JSON: on-chain units, and the ledger's own figures (minor units of
+    the asset's scale) under ``ledger``."""
+    d, s, g = a.line.decimals, a.line.scale, a.group
     return {
-        "asset": a.line.asset, "token": a.line.token, "decimals": d, "scale": a.line.scale,
-        "on_chain": units_json(a.on_chain, d), "ledger": units_json(a.ledger, d),
-        "custody_minor": units_json(a.custody_minor, a.line.scale),
-        "treasury_minor": units_json(a.treasury_minor, a.line.scale),
-        "ledger_minor": units_json(a.ledger_minor, a.line.scale),
-        "deposits_expected": units_json(a.deposits_expected, d),
-        "difference": units_json(a.difference, d), **_flows_json(a.flows, d),
-        "status": a.status, "exact": a.exact, "addresses": a.addresses,
+        "asset": a.line.asset, "token": a.line.token, "decimals": d,
+        "on_chain": units_json(a.on_chain, d), "custody": units_json(a.custody, d),
+        "treasury": units_json(a.treasury, d),
+        "custody_plus_treasury": units_json(a.ledger, d),
+        "difference": units_json(a.difference, d),
+        "deposits_expected": units_json(a.deposits_expected, d), **_flows_json(a.flows, d),
+        "sending": a.sending, "status": a.status, "exact": a.exact, "addresses": a.addresses,
+        "ledger": {"scale": s, "custody": units_json(a.custody_minor, s),
+                   "treasury": units_json(a.treasury_minor, s),
+                   "custody_plus_treasury": units_json(a.ledger_minor, s)},
         "hot_cold": {"on_chain": units_json(g.on_chain, d), **_parts_json(g.parts, d),
                      "difference": units_json(g.difference, d), **_flows_json(g.flows, d),
-                     "status": g.status}}
+                     "sending": g.sending, "status": g.status}}
 
 
 def report_json(report: HoldingsReport) -> dict[str, Any]:

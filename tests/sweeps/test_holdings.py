@@ -226,7 +226,7 @@ def test_settled_deposits_and_sweeps_match_the_ledger_exactly(rig: SweepRig) -> 
         "ETH")
     data = report_json(holdings(rig.engine, rig.chains))
     (chain,) = data["chains"]
-    assert chain["assets"][1]["ledger_minor"]["minor"] == str(rig.custody("USDC"))
+    assert chain["assets"][1]["ledger"]["custody"]["minor"] == str(rig.custody("USDC"))
     assert all(isinstance(r["on_chain"]["minor"], str) for r in chain["addresses"])
 
 
