@@ -16,7 +16,6 @@ unknown chain, a node that cannot be read).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,17 +112,17 @@ def _record(h: AddressHolding) -> Iterator[tuple[str, int]]:
 
 
 def _records(c: ChainHoldings) -> list[str]:
-    """The listed addresses, one block each: the address and its kind, then per asset its
-    status and figures (decimal with the asset, then the minor units)."""
+    """The listed addresses, one block each: the address and its kind, then per asset (the
+    header names each token's contract) its status and figures (decimal with the asset, then
+    the minor units)."""
     out: list[str] = []
     previous = None
     for h in c.addresses:
         if h.address != previous:
             out.append(f"{h.address}  {h.kind}")
             previous = h.address
-        token = f" {h.line.token}" if h.line.token else ""
         sending = ", sending" if h.sending else ""
-        out.append(f"  {h.line.asset}{token}: {h.status or 'see hot+cold'}{sending}")
+        out.append(f"  {h.line.asset}: {h.status or 'see hot+cold'}{sending}")
         shown = [(label, *_units(value, h.line.decimals)) for label, value in _record(h)]
         width = max(len(decimal) for _, decimal, _ in shown) + len(h.line.asset) + 1
         out.extend(f"    {label:<{_LABEL}} {f'{decimal} {h.line.asset}':<{width}}  {minor}"
@@ -147,7 +146,7 @@ def _print_chain(c: ChainHoldings) -> None:
     read = c.deposit_addresses + c.hot_addresses + c.cold_addresses
     head = [f"{c.chain}: block {c.block_number}, the newest final under {c.finality}",
             f"block hash {c.block_hash}",
-            f"{read} addresses ({c.deposit_addresses} deposit, {c.hot_addresses} hot, "
+            f"{read:,} addresses ({c.deposit_addresses:,} deposit, {c.hot_addresses} hot, "
             f"{c.cold_addresses} cold) x {len(c.assets)} assets, read in "
             f"{c.ledger_read_s + c.chain_read_s:.2f} s",
             f"(the ledger {c.ledger_read_s:.2f} s, the chain {c.chain_read_s:.2f} s)"]
@@ -157,7 +156,7 @@ def _print_chain(c: ChainHoldings) -> None:
     console.print("\n".join(head), highlight=False, markup=False, soft_wrap=True)
     console.print(_asset_table(c))
     listed = len({h.address for h in c.addresses})
-    console.print(f"{listed} addresses listed: hot, cold, and deposit addresses with a figure "
+    console.print(f"{listed:,} addresses listed: hot, cold, and deposit addresses with a figure "
                   "not zero", highlight=False, markup=False)
     console.print("\n".join([*_records(c), *_verdict(c)]), highlight=False, markup=False,
                   soft_wrap=True)
@@ -219,9 +218,12 @@ def show_holdings(
                           soft_wrap=True)
         raise typer.Exit(2) from None
     if as_json:
+        from pydantic_core import to_json
+
         from sweeps.holdings import report_json
 
-        sys.stdout.write(json.dumps(report_json(report)) + "\n")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(to_json(report_json(report)) + b"\n")
     else:
         for c in report.chains:
             _print_chain(c)

