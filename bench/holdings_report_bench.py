@@ -262,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=Path("var/bench-holdings"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    load_before = os.getloadavg()
     server_url = args.database_url or embedded_url(args.data_dir)
     runs: list[Run] = []
     with AnvilNode.start(slots_in_an_epoch=1, extra_args=["--gas-limit", "300000000"]) as node, \
@@ -280,8 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                       "" if r.ledger_s is None else f"{r.ledger_s:.2f}",
                       "" if r.chain_s is None else f"{r.chain_s:.2f}")
     console.print(table)
-    console.print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
-                  f"({os.cpu_count()} cores)")
+    console.print("load average (1, 5, 15 min) before: "
+                  f"{' / '.join(f'{x:.2f}' for x in load_before)}, after: "
+                  f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     return 0
 
 
