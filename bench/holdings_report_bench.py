@@ -62,13 +62,20 @@ from sweeps.holdings import ChainHoldings, holdings
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 RECIPIENTS_PER_TX = 250
-HOT = "0x" + "4e" * 20
 FUNDING_WEI = 5 * 10**18
 console = Console(highlight=False, width=150)
 
 
+_STARTED = time.monotonic()
+
+
 def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(f"[{time.monotonic() - _STARTED:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+def hot_address(size: int) -> str:
+    """The hot address of the chain of ``size`` (its own per size: the sizes share anvil)."""
+    return "0x4e" + f"{size:038x}"
 
 
 @dataclass(frozen=True)
@@ -130,11 +137,13 @@ def fund(node: AnvilNode, token: Contract, addresses: list[str]) -> None:
     _wait_nonce(node, sender, sent)
 
 
-def chain_document(node: AnvilNode, token: Contract, name: str) -> dict[str, Any]:
-    """A one-chain configuration (finality ``finalized``, one hot address)."""
-    return dev_config(rpc_url=node.url, token=token.address, chain=name, finality="finalized",
-                      token_minimum="0", hot_wallet=None,
-                      chain_options={"hot_addresses": [HOT], "scan_blocks_max": 500,
+def chain_document(node: AnvilNode, token: Contract, size: int) -> dict[str, Any]:
+    """The one-chain configuration of ``size`` (chain ``bench<size>``, finality
+    ``finalized``, one hot address)."""
+    return dev_config(rpc_url=node.url, token=token.address, chain=f"bench{size}",
+                      finality="finalized", token_minimum="0", hot_wallet=None,
+                      chain_options={"hot_addresses": [hot_address(size)],
+                                     "scan_blocks_max": 500,
                                      "native_minimum": "0"})
 
 
@@ -229,7 +238,7 @@ def one_size(node: AnvilNode, token: Contract, server_url: str, size: int, accou
     try:
         _progress(f"{size:,}: assigning deposit addresses")
         addresses = assign(engine, size, account)
-        doc = chain_document(node, token, name)
+        doc = chain_document(node, token, size)
         config = parse_chains_config(doc)
         with UnitOfWork(engine) as uow:
             own.declare_funding(uow, config, own.FundingRequest(
@@ -238,7 +247,7 @@ def one_size(node: AnvilNode, token: Contract, server_url: str, size: int, accou
             uow.commit()
         _progress(f"{size:,}: funding on chain")
         fund(node, token, addresses)
-        node.send_eth(DEV_ACCOUNTS[1], HOT, FUNDING_WEI)
+        node.send_eth(DEV_ACCOUNTS[1], hot_address(size), FUNDING_WEI)
         node.mine(4)  # everything at or below `finalized` (2 blocks behind)
         _progress(f"{size:,}: the watcher credits every deposit")
         credit(engine, config, name)
