@@ -198,6 +198,7 @@ def reverse(
 from api.cli_api import api_cli  # noqa: E402
 from api.cli_config import config_app  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
+from api.cli_holdings import holdings_cli  # noqa: E402
 from api.cli_service import service_cli  # noqa: E402
 from api.cli_treasury import treasury_cli  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
@@ -209,6 +210,7 @@ app.add_typer(api_cli)  # keys create, api
 app.add_typer(service_cli)  # serve, worker, webhooks, demo
 app.add_typer(config_app, name="config")  # check
 app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases list/resolve/approve
+app.add_typer(holdings_cli)  # holdings
 
 
 def main() -> None:  # pragma: no cover - console entry point

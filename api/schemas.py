@@ -602,3 +602,111 @@ class Treasury(BaseModel):
     """The treasury report, per chain and asset."""
 
     items: list[TreasuryAsset]
+
+
+# --- holdings (``sweeps.holdings.report_json`` gives this shape; on-chain units unless said) ---
+
+HoldingsStatus = Literal["ok", "in_flight", "unexplained"]
+
+
+class HoldingsAddress(BaseModel):
+    """One of our addresses and one asset. Hot and cold addresses have no ledger figures
+    (``expected`` ... ``difference`` null): the ledger has no per-address accounts for them."""
+
+    address: str
+    kind: Literal["deposit", "hot", "cold"]
+    asset: str
+    #: The token contract; null for the native coin.
+    token: str | None
+    on_chain: Amount
+    #: ``customer + treasury + suspense``: what the ledger says the address should hold.
+    expected: Amount | None
+    customer: Amount | None
+    treasury: Amount | None
+    suspense: Amount | None
+    #: ``on_chain - expected``.
+    difference: Amount | None
+    in_flight_in: Amount
+    in_flight_out: Amount
+    #: Received and held for review (not booked).
+    held: Amount
+    #: A transaction of ours from this address is in flight (it pays gas in the native coin).
+    sending: bool
+    status: HoldingsStatus | None
+
+
+class HoldingsGroup(BaseModel):
+    """The hot and cold addresses together against the ledger's residual: custody + treasury
+    minus what the deposit addresses should hold."""
+
+    on_chain: Amount
+    expected: Amount
+    customer: Amount
+    treasury: Amount
+    suspense: Amount
+    difference: Amount
+    in_flight_in: Amount
+    in_flight_out: Amount
+    held: Amount
+    sending: bool
+    status: HoldingsStatus
+
+
+class HoldingsLedger(BaseModel):
+    """The ledger's own balances of an asset on a chain, in its minor units (``scale``)."""
+
+    scale: int
+    custody: Amount
+    treasury: Amount
+    custody_plus_treasury: Amount
+
+
+class HoldingsAsset(BaseModel):
+    """One asset of a chain in total: all our addresses on chain against custody + treasury."""
+
+    asset: str
+    token: str | None
+    #: The on-chain decimals of every amount here except ``ledger``.
+    decimals: int
+    on_chain: Amount
+    custody: Amount
+    treasury: Amount
+    custody_plus_treasury: Amount
+    #: ``on_chain - custody_plus_treasury``: 0 when nothing is in flight.
+    difference: Amount
+    deposits_expected: Amount
+    in_flight_in: Amount
+    in_flight_out: Amount
+    held: Amount
+    sending: bool
+    status: HoldingsStatus
+    #: False when a ledger balance had digits below the token's unit (shown rounded down).
+    exact: bool
+    #: How many addresses were read.
+    addresses: int
+    ledger: HoldingsLedger
+    hot_cold: HoldingsGroup
+
+
+class HoldingsChain(BaseModel):
+    """One chain at the newest block final under its rule."""
+
+    chain: str
+    finality: str
+    block_number: int
+    block_hash: str
+    deposit_addresses: int
+    hot_addresses: int
+    cold_addresses: int
+    ledger_read_ms: int
+    chain_read_ms: int
+    assets: list[HoldingsAsset]
+    #: Hot and cold addresses, then every deposit address with anything non-zero (every one
+    #: with ``include_empty``).
+    addresses: list[HoldingsAddress]
+
+
+class Holdings(BaseModel):
+    """The holdings report, chain by chain."""
+
+    chains: list[HoldingsChain]

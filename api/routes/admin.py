@@ -1,6 +1,6 @@
 """Admin actions: reversals, period close, write-off votes, returned payouts, open cases;
 the treasury routes (``api.routes.treasury``: fundings, own-address case votes, the treasury
-report) are mounted under the same prefix.
+report) and the holdings report (``api.routes.holdings``) are mounted under the same prefix.
 
 Every action is audited (``api_audit``) and money-moving ones take an ``Idempotency-Key``.
 Support may read (ledger transactions, open cases); only admin changes anything.
@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from api import idempotency, own_addresses
 from api.auth import AdminScope, Principal, StaffReader, require
 from api.idempotency import IdempotencyKey
-from api.routes import treasury
+from api.routes import holdings, treasury
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
 from api.routes.views import case_view, withdrawal_view
 from api.schemas import (
@@ -193,5 +193,6 @@ def open_cases(
     return Cases(items=[case_view(c) for c in deposits.open_cases(uow)])
 
 
-# The treasury routes share this router's prefix, tags and app registration.
+# The treasury and holdings routes share this router's prefix, tags and app registration.
 router.include_router(treasury.router)
+router.include_router(holdings.router)

@@ -127,10 +127,12 @@ ENDPOINTS: dict[str, Endpoint] = {
                                 (403, 403, 403, 201, 403, 401), money=True),
     "list_fundings": Endpoint("GET", lambda a: ("/v1/admin/treasury/fundings", None),
                               (403, 403, 200, 200, 403, 401)),
-    # The test configuration's node does not exist: allowed, then 503 from the node.
     # No node in this app: the report answers with its ledger figures (on-chain ones null).
     "treasury": Endpoint("GET", lambda a: ("/v1/admin/treasury", None),
                          (403, 403, 200, 200, 403, 401)),
+    # The test configuration's node does not exist: allowed, then 503 from the node.
+    "holdings": Endpoint("GET", lambda a: ("/v1/admin/holdings", None),
+                         (403, 403, 503, 503, 403, 401)),
     "propose_case": Endpoint(
         "POST", lambda a: (f"/v1/admin/cases/{own_case(a)}/proposals",
                            {"outcome": "capital", "reason": "owner top-up"}),
