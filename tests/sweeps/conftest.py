@@ -9,9 +9,12 @@ finality (``confirmations:3``) needs and runs the watcher and the sweeper until 
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from eth_utils.address import to_checksum_address
 from sqlalchemy.engine import Engine
 
 from chains.addresses import MnemonicAddressSource
+from chains.evm import TRANSFER_TOPIC
 from config.chains import ChainsConfig
 from config.sweeps import SweepsConfig, parse_sweeps_config
 from config.uow import UnitOfWork
@@ -29,9 +33,10 @@ from deposits import own
 from deposits import service as deposits
 from deposits.watcher import Watcher
 from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
-from devtools.config import dev_config, dev_configs
+from devtools.config import dev_config, dev_configs, to_toml
 from ledger import chart
 from ledger import service as ledger
+from sweeps import repository as sweeps_repo
 from sweeps import runner
 from sweeps.model import TERMINAL, Kind, State
 from sweeps.sending import StepReport, SweepContext
@@ -187,6 +192,65 @@ class SweepRig:
         """Rows of a query."""
         with UnitOfWork(self.engine) as uow:
             return list(uow.conn.execute(sa.text(sql), params))
+
+    def events(self, kind: Kind, movement_id: int) -> list[sweeps_repo.EventRecord]:
+        """A movement's history, oldest first."""
+        with UnitOfWork(self.engine) as uow:
+            return sweeps_repo.list_events(uow.conn, kind, movement_id)
+
+    def receipt_block(self, tx_hash: str) -> int | None:
+        """The block number of a transaction's receipt (None: no receipt)."""
+        receipt = self.node.rpc.get_receipt(tx_hash)
+        return None if receipt is None else int(receipt["blockNumber"], 16)
+
+    def holdings(self) -> dict[str, tuple[int, int]]:
+        """Per asset: (what the hot wallet and every deposit address hold at the latest block,
+        custody + treasury in the ledger)."""
+        held = [self.on_chain(a) for a in [self.hot, *self.users.values()]]
+        return {"ETH": (sum(w for w, _ in held), self.custody("ETH") + self.treasury("ETH")),
+                "USDC": (sum(u for _, u in held),
+                         self.custody("USDC") + self.treasury("USDC"))}
+
+    def usdc_transfers_to(self, address: str) -> Counter[str]:
+        """Sender -> number of USDC ``Transfer`` logs to ``address`` on the whole chain."""
+        topic = "0x" + "0" * 24 + address[2:]
+        logs = self.node.rpc.get_logs(0, "latest", [self.usdc.address],
+                                      [TRANSFER_TOPIC, None, topic])
+        return Counter("0x" + log["topics"][1][-40:] for log in logs)
+
+    def write_config(self, path: Path) -> Path:
+        """The rig's configuration as a ``CUSTODY_CONFIG`` file (for a sweeper process)."""
+        path.write_text(to_toml(self.doc))
+        return path
+
+    def process_env(self, database_url: str, config: Path) -> dict[str, str]:
+        """The environment of a sweeper process: its configuration, database and keys."""
+        return {**os.environ, "CUSTODY_CONFIG": str(config),
+                "CUSTODY_DATABASE_URL": database_url, MNEMONIC_ENV: DEV_MNEMONIC,
+                HOT_KEY_ENV: self.hot_key}
+
+    def assert_nonces_exact(self) -> dict[str, int]:
+        """Per sender of any attempt: its attempts' nonces are exactly 0..n-1, each nonce
+        belongs to one movement, exactly one attempt per nonce has a receipt on chain, and the
+        sender's nonce on chain is n (nothing else was sent from it). Returns sender -> n."""
+        attempts = self.rows("SELECT sender, nonce, tx_hash, movement_kind, "
+                             "coalesce(sweep_id, top_up_id, cold_transfer_id) AS movement "
+                             "FROM outgoing_attempts ORDER BY id")
+        by_sender: dict[str, dict[int, set[tuple[str, int]]]] = {}
+        landed: Counter[tuple[str, int]] = Counter()
+        for a in attempts:
+            by_sender.setdefault(a.sender, {}).setdefault(int(a.nonce), set()).add(
+                (a.movement_kind, int(a.movement)))
+            if self.node.rpc.get_receipt(a.tx_hash) is not None:
+                landed[(a.sender, int(a.nonce))] += 1
+        for sender, nonces in by_sender.items():
+            assert sorted(nonces) == list(range(len(nonces))), (sender, sorted(nonces))
+            reused = {n: m for n, m in nonces.items() if len(m) > 1}
+            assert not reused, f"{sender}: nonces given to two movements: {reused}"
+            assert self.node.rpc.get_transaction_count(sender, "latest") == len(nonces), sender
+            for nonce in nonces:
+                assert landed[(sender, nonce)] == 1, (sender, nonce, landed[(sender, nonce)])
+        return {sender: len(nonces) for sender, nonces in by_sender.items()}
 
 
 @pytest.fixture
