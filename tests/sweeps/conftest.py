@@ -10,6 +10,10 @@ finality (``confirmations:3``) needs and runs the watcher and the sweeper until 
 from __future__ import annotations
 
 import os
+import select
+import signal
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,6 +47,7 @@ from sweeps.sending import StepReport, SweepContext
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 CHAIN = "dev"
+ROOT = Path(__file__).resolve().parents[2]
 MNEMONIC_ENV = "CUSTODY_TEST_DEPOSIT_MNEMONIC"
 HOT_KEY_ENV = "CUSTODY_TEST_SWEEP_HOT_KEY"
 ALICE, BOB = DEV_ACCOUNTS[0], DEV_ACCOUNTS[1]
@@ -132,13 +137,15 @@ class SweepRig:
             uow.commit()
         self.node.send_eth(BOB, self.hot, wei)
 
-    def settle(self, rounds: int = 60, *, sweep: bool = True) -> None:
-        """Mine, watch and sweep until every movement is terminal and nothing is waiting."""
+    def settle(self, rounds: int = 60, *, sweep: bool = True,
+               ctx: SweepContext | None = None) -> None:
+        """Mine, watch and sweep (with ``ctx`` if given) until every movement is terminal and
+        nothing is waiting."""
         for _ in range(rounds):
             self.node.mine(1)
             self.watch()
             if sweep:
-                self.sweep()
+                self.sweep(ctx)
             if self.quiet():
                 self.node.mine(4)
                 self.watch(2)
@@ -284,3 +291,57 @@ def make_rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch, *
 def rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch) -> SweepRig:
     """The default rig."""
     return make_rig(engine, node, monkeypatch)
+
+
+class SweeperProcess:
+    """One sweeper process: a real ``python -m sweeps CHAIN --interval-s S`` (``real``), or a
+    process forked from the test that runs what it runs (``sweeps.runner.main``) without the
+    interpreter's start-up, so that a kill lands in the sweeper's work."""
+
+    def __init__(self, env: dict[str, str], *, real: bool = True,
+                 interval_s: float = 0.05) -> None:
+        args = [CHAIN, "--interval-s", str(interval_s)]
+        self.proc: subprocess.Popen[str] | None = None
+        if real:
+            self.proc = subprocess.Popen([sys.executable, "-m", "sweeps", *args], cwd=ROOT,
+                                         env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True)
+            assert self.proc.stdout is not None
+            self.pid, self.out = self.proc.pid, self.proc.stdout.fileno()
+            return
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, which only a signal ends
+            try:
+                os.close(read)
+                sys.stdout = os.fdopen(write, "w", buffering=1)
+                os.environ.clear()
+                os.environ.update(env)
+                from config.settings import get_settings
+                from sweeps.runner import main
+
+                get_settings.cache_clear()  # The child's settings come from its environment.
+                main(args)
+            finally:
+                os._exit(3)
+        os.close(write)
+        self.pid, self.out = pid, read
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Until the sweeper printed ``ready`` (its context is built, it starts stepping)."""
+        ready, _, _ = select.select([self.out], [], [], timeout_s)
+        assert ready and os.read(self.out, 64).decode().strip() == "ready", "no sweeper"
+
+    def kill(self) -> None:
+        """SIGKILL, then reap it (once)."""
+        if self.out < 0:
+            return
+        os.kill(self.pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=10)
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+        else:
+            os.waitpid(self.pid, 0)
+            os.close(self.out)
+        self.out = -1
