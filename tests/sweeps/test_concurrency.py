@@ -200,7 +200,6 @@ def test_unlocked_phases_from_two_threads_sweep_each_address_once(rig: SweepRig)
     # Each sweep was planned, and each first attempt recorded, by exactly one of the two.
     assert sum(r.planned for r in reports) == len(due)
     assert sum(r.signed for r in reports) == len(due) + sum(1 for _, t in due if t)
-    assert sum(r.final for r in reports) == len(due) + sum(1 for _, t in due if t)
     _assert_each_swept_once(rig, due)
 
 

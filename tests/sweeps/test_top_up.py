@@ -7,6 +7,11 @@
 - A top-up reorged out before finality delays the sweep and does not lose it: anvil drops the
   top-up's transaction, the sweeper sends the same signed bytes again (same hash), the sweep
   completes, and exactly one top-up transfer lands.
+- A token sweep stuck behind a fee spike is never replaced by an attempt whose gas its address
+  cannot pay (its only native is the top-up), and lands once fees fall. FAILS on this branch:
+  ``sending._replace_if_due`` bumps a token sweep past its gas budget; the node refuses the
+  replacement ("insufficient funds"), the original is gone from anvil's pool, and every later
+  step re-sends the unpayable replacement (the last attempt): the sweep stays ``unknown``.
 - With an xpub address source (no key) sweeps are only proposed: no attempt, no nonce, no
   top-up, nothing signed or sent.
 """
@@ -76,9 +81,10 @@ def _assert_signed_after_final(rig: SweepRig, sweep: Any, top_up: Any) -> None:
     assert top_up_final.recorded_at <= gas_arrived.recorded_at < assigned.recorded_at
     assert assigned.recorded_at < signed.recorded_at
     assert signed.attempt_id == sweep_attempt.id
-    # The attempts: the top-up's first, the sweep's recorded after the top-up was final.
+    # The attempts: the top-up's first, the sweep's recorded after the top-up was final (at a
+    # later or the same step: the step's clock).
     assert top_up_attempt.id < sweep_attempt.id
-    assert sweep_attempt.created_at > top_up_final.occurred_at
+    assert sweep_attempt.created_at >= top_up_final.occurred_at
     # The chain: the top-up had its confirmations under the head the sweep was mined on.
     top_up_block = rig.receipt_block(top_up_attempt.tx_hash)
     sweep_block = rig.receipt_block(sweep_attempt.tx_hash)
@@ -233,3 +239,62 @@ def test_xpub_source_proposes_sweeps_and_signs_nothing(
         assert rig.on_chain(address) == held
         assert rig.node.rpc.get_transaction_count(address, "latest") == 0
     assert (rig.custody("ETH"), rig.custody("USDC")) == custody
+
+
+def _assert_attempts_affordable(rig: SweepRig, sweep_id: int, address: str) -> None:
+    """Every attempt of a token sweep could be paid by the top-ups of its address that were
+    final before it (the address's only native; more top-ups may follow a fee spike)."""
+    final_top_ups = [(_one_event(rig, Kind.GAS_TOP_UP, t.id, "final_succeeded").occurred_at,
+                      int(t.amount)) for t in rig.rows(
+                          "SELECT id, amount FROM gas_top_ups WHERE address = :a "
+                          "AND state = 'final'", a=address)]
+    for a in _attempts(rig, "sweep_id", sweep_id):
+        paid_for = sum(amount for at, amount in final_top_ups if at <= a.created_at)
+        cost = a.gas_limit * int(a.max_fee_per_gas)
+        assert cost <= paid_for, f"attempt {a.attempt_no} may cost {cost}, top-ups {paid_for}"
+
+
+def test_a_stuck_token_sweep_is_never_replaced_by_more_gas_than_its_address_holds(
+        rig: SweepRig) -> None:
+    rig.fund_treasury(ETH)
+    rig.deposit_usdc("u", 50 * USDC)
+    rig.settle(sweep=False)
+    address = rig.user("u")
+    rig.node.set_automine(False)
+    for _ in range(10):  # The top-up to finality, then the token transfer signed and sent.
+        rig.sweep()
+        if _movements(rig)[0].state == "broadcast":
+            break
+        rig.node.mine(1)
+        rig.watch()
+    sweep, top_up = _movements(rig)
+    assert (sweep.state, top_up.state) == ("broadcast", "final")
+    [first] = _attempts(rig, "sweep_id", sweep.id)
+    # The address's only native is the top-up: the gas of every attempt must fit in it.
+    budget = int(top_up.amount)
+    assert rig.on_chain(address)[0] == budget
+    assert first.gas_limit * int(first.max_fee_per_gas) <= budget
+
+    # The base fee jumps above the attempt's cap: blocks come, the transfer is not mined, and
+    # it is stuck long enough for a fee bump.
+    for _ in range(2):
+        rig.node.rpc.request("anvil_setNextBlockBaseFeePerGas",
+                             [hex(5 * int(first.max_fee_per_gas))])
+        rig.node.mine(1)
+        rig.watch()
+    assert rig.node.rpc.get_receipt(first.tx_hash) is None
+    rig.sweep(advance_s=rig.cfg.bump_after_s + 1)
+    _assert_attempts_affordable(rig, sweep.id, address)
+    # Then fees fall back, and the sweep lands.
+    rig.node.rpc.request("anvil_setNextBlockBaseFeePerGas", [hex(10**9)])
+    rig.settle()
+
+    _assert_attempts_affordable(rig, sweep.id, address)
+    [sweep] = rig.rows("SELECT * FROM sweeps")
+    assert sweep.state == "final" and int(sweep.swept_amount) == 50 * USDC
+    assert rig.usdc_transfers_to(rig.hot) == {address: 1}
+    assert rig.node.rpc.get_transaction_count(address, "latest") == 1
+    for asset, (on_chain, booked) in rig.holdings().items():
+        assert on_chain == booked, asset
+    report = verify(rig.engine)
+    assert report.ok, report.discrepancies
