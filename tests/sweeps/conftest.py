@@ -10,9 +10,15 @@ finality (``confirmations:3``) needs and runs the watcher and the sweeper until 
 from __future__ import annotations
 
 import os
+import select
+import signal
+import subprocess
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +28,7 @@ from eth_utils.address import to_checksum_address
 from sqlalchemy.engine import Engine
 
 from chains.addresses import MnemonicAddressSource
+from chains.evm import TRANSFER_TOPIC
 from config.chains import ChainsConfig
 from config.sweeps import SweepsConfig, parse_sweeps_config
 from config.uow import UnitOfWork
@@ -30,15 +37,17 @@ from deposits import own
 from deposits import service as deposits
 from deposits.watcher import Watcher
 from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC, AnvilNode, Contract
-from devtools.config import dev_config, dev_configs
+from devtools.config import dev_config, dev_configs, to_toml
 from ledger import chart
 from ledger import service as ledger
+from sweeps import repository as sweeps_repo
 from sweeps import runner
 from sweeps.model import TERMINAL, Kind, State
 from sweeps.sending import StepReport, SweepContext
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 CHAIN = "dev"
+ROOT = Path(__file__).resolve().parents[2]
 MNEMONIC_ENV = "CUSTODY_TEST_DEPOSIT_MNEMONIC"
 HOT_KEY_ENV = "CUSTODY_TEST_SWEEP_HOT_KEY"
 ALICE, BOB = DEV_ACCOUNTS[0], DEV_ACCOUNTS[1]
@@ -129,13 +138,15 @@ class SweepRig:
             uow.commit()
         self.node.send_eth(BOB, self.hot, wei)
 
-    def settle(self, rounds: int = 60, *, sweep: bool = True) -> None:
-        """Mine, watch and sweep until every movement is terminal and nothing is waiting."""
+    def settle(self, rounds: int = 60, *, sweep: bool = True,
+               ctx: SweepContext | None = None) -> None:
+        """Mine, watch and sweep (with ``ctx`` if given) until every movement is terminal and
+        nothing is waiting."""
         for _ in range(rounds):
             self.node.mine(1)
             self.watch()
             if sweep:
-                self.sweep()
+                self.sweep(ctx)
             if self.quiet():
                 # Quiet once more after further blocks and a step that may plan what the last
                 # one made due (an address's native sweep after its token sweep is final).
@@ -194,6 +205,65 @@ class SweepRig:
         with UnitOfWork(self.engine) as uow:
             return list(uow.conn.execute(sa.text(sql), params))
 
+    def events(self, kind: Kind, movement_id: int) -> list[sweeps_repo.EventRecord]:
+        """A movement's history, oldest first."""
+        with UnitOfWork(self.engine) as uow:
+            return sweeps_repo.list_events(uow.conn, kind, movement_id)
+
+    def receipt_block(self, tx_hash: str) -> int | None:
+        """The block number of a transaction's receipt (None: no receipt)."""
+        receipt = self.node.rpc.get_receipt(tx_hash)
+        return None if receipt is None else int(receipt["blockNumber"], 16)
+
+    def holdings(self) -> dict[str, tuple[int, int]]:
+        """Per asset: (what the hot wallet and every deposit address hold at the latest block,
+        custody + treasury in the ledger)."""
+        held = [self.on_chain(a) for a in [self.hot, *self.users.values()]]
+        return {"ETH": (sum(w for w, _ in held), self.custody("ETH") + self.treasury("ETH")),
+                "USDC": (sum(u for _, u in held),
+                         self.custody("USDC") + self.treasury("USDC"))}
+
+    def usdc_transfers_to(self, address: str) -> Counter[str]:
+        """Sender -> number of USDC ``Transfer`` logs to ``address`` on the whole chain."""
+        topic = "0x" + "0" * 24 + address[2:]
+        logs = self.node.rpc.get_logs(0, "latest", [self.usdc.address],
+                                      [TRANSFER_TOPIC, None, topic])
+        return Counter("0x" + log["topics"][1][-40:] for log in logs)
+
+    def write_config(self, path: Path) -> Path:
+        """The rig's configuration as a ``CUSTODY_CONFIG`` file (for a sweeper process)."""
+        path.write_text(to_toml(self.doc))
+        return path
+
+    def process_env(self, database_url: str, config: Path) -> dict[str, str]:
+        """The environment of a sweeper process: its configuration, database and keys."""
+        return {**os.environ, "CUSTODY_CONFIG": str(config),
+                "CUSTODY_DATABASE_URL": database_url, MNEMONIC_ENV: DEV_MNEMONIC,
+                HOT_KEY_ENV: self.hot_key}
+
+    def assert_nonces_exact(self) -> dict[str, int]:
+        """Per sender of any attempt: its attempts' nonces are exactly 0..n-1, each nonce
+        belongs to one movement, exactly one attempt per nonce has a receipt on chain, and the
+        sender's nonce on chain is n (nothing else was sent from it). Returns sender -> n."""
+        attempts = self.rows("SELECT sender, nonce, tx_hash, movement_kind, "
+                             "coalesce(sweep_id, top_up_id, cold_transfer_id) AS movement "
+                             "FROM outgoing_attempts ORDER BY id")
+        by_sender: dict[str, dict[int, set[tuple[str, int]]]] = {}
+        landed: Counter[tuple[str, int]] = Counter()
+        for a in attempts:
+            by_sender.setdefault(a.sender, {}).setdefault(int(a.nonce), set()).add(
+                (a.movement_kind, int(a.movement)))
+            if self.node.rpc.get_receipt(a.tx_hash) is not None:
+                landed[(a.sender, int(a.nonce))] += 1
+        for sender, nonces in by_sender.items():
+            assert sorted(nonces) == list(range(len(nonces))), (sender, sorted(nonces))
+            reused = {n: m for n, m in nonces.items() if len(m) > 1}
+            assert not reused, f"{sender}: nonces given to two movements: {reused}"
+            assert self.node.rpc.get_transaction_count(sender, "latest") == len(nonces), sender
+            for nonce in nonces:
+                assert landed[(sender, nonce)] == 1, (sender, nonce, landed[(sender, nonce)])
+        return {sender: len(nonces) for sender, nonces in by_sender.items()}
+
 
 @pytest.fixture
 def node() -> Iterator[AnvilNode]:
@@ -226,3 +296,57 @@ def make_rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch, *
 def rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch) -> SweepRig:
     """The default rig."""
     return make_rig(engine, node, monkeypatch)
+
+
+class SweeperProcess:
+    """One sweeper process: a real ``python -m sweeps CHAIN --interval-s S`` (``real``), or a
+    process forked from the test that runs what it runs (``sweeps.runner.main``) without the
+    interpreter's start-up, so that a kill lands in the sweeper's work."""
+
+    def __init__(self, env: dict[str, str], *, real: bool = True,
+                 interval_s: float = 0.05) -> None:
+        args = [CHAIN, "--interval-s", str(interval_s)]
+        self.proc: subprocess.Popen[str] | None = None
+        if real:
+            self.proc = subprocess.Popen([sys.executable, "-m", "sweeps", *args], cwd=ROOT,
+                                         env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True)
+            assert self.proc.stdout is not None
+            self.pid, self.out = self.proc.pid, self.proc.stdout.fileno()
+            return
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, which only a signal ends
+            try:
+                os.close(read)
+                sys.stdout = os.fdopen(write, "w", buffering=1)
+                os.environ.clear()
+                os.environ.update(env)
+                from config.settings import get_settings
+                from sweeps.runner import main
+
+                get_settings.cache_clear()  # The child's settings come from its environment.
+                main(args)
+            finally:
+                os._exit(3)
+        os.close(write)
+        self.pid, self.out = pid, read
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Until the sweeper printed ``ready`` (its context is built, it starts stepping)."""
+        ready, _, _ = select.select([self.out], [], [], timeout_s)
+        assert ready and os.read(self.out, 64).decode().strip() == "ready", "no sweeper"
+
+    def kill(self) -> None:
+        """SIGKILL, then reap it (once)."""
+        if self.out < 0:
+            return
+        os.kill(self.pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=10)
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+        else:
+            os.waitpid(self.pid, 0)
+            os.close(self.out)
+        self.out = -1
