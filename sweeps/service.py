@@ -121,6 +121,16 @@ def _timeline(uow: UnitOfWork, kind: Kind, movement_id: int) -> Timeline:
     return Timeline(m, events, attempts, decisions, top_ups)
 
 
+def list_cold_transfers(engine: Engine, *, chain: str | None = None,
+                        states: Sequence[State] | None = None,
+                        limit: int = 200) -> list[tuple[Movement, list[ColdDecisionRecord]]]:
+    """Cold transfers, newest first, each with the admins' decisions on it."""
+    with UnitOfWork(engine) as uow:
+        found = repo.list_movements(uow.conn, Kind.COLD_TRANSFER, chain=chain, states=states,
+                                    limit=limit)
+        return [(m, repo.list_cold_decisions(uow.conn, m.id)) for m in found]
+
+
 def list_refills(engine: Engine, *, chain: str | None = None, state: str | None = None,
                  limit: int = 200) -> list[RefillRecord]:
     """Refill requests, newest first."""
