@@ -195,3 +195,8 @@ def open_cases(
 
 # The treasury routes share this router's prefix, tags and app registration.
 router.include_router(treasury.router)
+
+# The sweep, cold-transfer and refill routes (``api.routes.sweeps``) too.
+from api.routes import sweeps as sweep_routes  # noqa: E402
+
+router.include_router(sweep_routes.router)
