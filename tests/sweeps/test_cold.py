@@ -21,7 +21,7 @@ from sweeps import repository as repo
 from sweeps.errors import AdminRequired, ColdDecisionRefused, ColdTransferOpen
 from sweeps.model import Kind, State
 
-from .conftest import CHAIN, ETH, SweepRig, make_rig, sweeps_section
+from .conftest import CHAIN, ETH, USDC, SweepRig, make_rig, sweeps_section
 
 pytestmark = pytest.mark.anvil
 
@@ -188,3 +188,29 @@ def test_the_database_allows_one_cold_transfer_in_flight_per_asset(rig: SweepRig
                 reason="twice", gas_limit=21_000, at=rig.clock, evidence={})
     assert count(rig, "SELECT count(*) FROM cold_transfers") == 1
     assert cold_id
+
+
+def test_a_token_excess_goes_to_cold_with_one_approval(
+        engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = make_rig(engine, node, monkeypatch, sweeps=sweeps_section(
+        USDC={"hot_max": "100", "cold_address": COLD}))
+    rig.doc["chains"][CHAIN]["cold_addresses"] = [COLD]
+    rig.fund_treasury(ETH)
+    for user in ("a", "b"):
+        rig.deposit_usdc(user, 90 * USDC)
+    rig.settle()  # Swept to the hot wallet: 180 USDC there, 80 above the maximum.
+    assert rig.on_chain(rig.hot)[1] == 180 * USDC
+    (cold_id,) = check(rig).proposed
+    cold = service.get_movement(rig.engine, Kind.COLD_TRANSFER, cold_id)
+    assert (cold.amount("amount"), cold.data["token"], cold.data["approvals_required"]) == (
+        80 * USDC, rig.usdc.address.lower(), 1)
+    custody = rig.custody("USDC")
+    service.decide_cold_transfer(rig.engine, cold_id, actor=CAROL, decision="approve",
+                                 reason=None, now=rig.clock)
+    rig.settle()
+    assert service.get_movement(rig.engine, Kind.COLD_TRANSFER, cold_id).state is State.FINAL
+    assert (rig.on_chain(rig.hot)[1], rig.on_chain(COLD)[1]) == (100 * USDC, 80 * USDC)
+    (arrived,) = rig.rows("SELECT state, position FROM deposits WHERE to_address = :c", c=COLD)
+    assert (arrived.state, arrived.position) == ("internal", "log:0")
+    assert rig.custody("USDC") == custody == 180 * USDC
+    assert check(rig).proposed == []
