@@ -44,3 +44,19 @@ def test_the_chains_example_alone_is_a_deposits_only_file() -> None:
     raw = tomllib.loads(CHAINS.read_text())["chains"]["ethereum"]
     # Documented for the watcher of our own addresses (hot wallets, watch-only cold ones).
     assert raw["hot_addresses"] and raw["cold_addresses"]
+
+
+def test_with_the_sweeps_example_sweeps_are_configured(tmp_path: Path) -> None:
+    from api.configuration import load_sweeps_if_present
+
+    path = tmp_path / "custody.toml"
+    path.write_text("\n".join(p.read_text() for p in (
+        CHAINS, WITHDRAWALS, CONFIG / "sweeps.example.toml")))
+    chains = load_chains_config(path)
+    cfg = load_sweeps_if_present(chains, load_withdrawals_if_present(chains, str(path)),
+                                 str(path))
+    assert cfg is not None and cfg.chains() == ["devnet"]
+    eth = cfg.assets[("devnet", "ETH")]
+    assert (eth.hot_min_minor, eth.hot_max_minor, eth.cold_address) == (
+        10**18, 50 * 10**18, chains.chain("devnet").cold_addresses[0])
+    assert load_sweeps_if_present(chains, None, str(CHAINS)) is None
