@@ -35,6 +35,7 @@ from api.routes import admin, deposits, system, users, withdrawals
 from api.routes.deps import ApiContext, utc_now
 from config.chains import ChainsConfig
 from config.settings import Settings
+from config.sweeps import SweepsConfig
 from config.withdrawals import WithdrawalsConfig
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -86,9 +87,11 @@ class RequestIdMiddleware:
 def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: WithdrawalsConfig | None,
                *,
                rate_limits: RateLimits | None = None, clock: Callable[[], datetime] = utc_now,
-               idempotency_stale_s: int = 300, lifespans: Sequence[Lifespan] = ()) -> FastAPI:
+               idempotency_stale_s: int = 300, lifespans: Sequence[Lifespan] = (),
+               sweeps_config: SweepsConfig | None = None) -> FastAPI:
     """The API app on ``engine`` (which runs as the application role); ``withdrawals_config``
-    None: withdrawal requests are refused (``withdrawals_not_configured``)."""
+    None: withdrawal requests are refused (``withdrawals_not_configured``); ``sweeps_config``
+    None: sweeps, cold transfers and refills are refused (``sweeps_not_configured``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -101,7 +104,8 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     app = FastAPI(title="custody", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
-                               idempotency_stale_s=idempotency_stale_s)
+                               idempotency_stale_s=idempotency_stale_s,
+                               sweeps=sweeps_config)
     problems.install(app)
 
     # Middleware added last runs first: the request id, then the hot balances read.
@@ -125,13 +129,14 @@ def keep_startup_out_of_gc() -> None:
 def create_app_from_settings(settings: Settings | None = None,
                              config_path: str | None = None) -> FastAPI:
     """The app on the configured database and the configuration file (``CUSTODY_CONFIG``)."""
-    from api.configuration import load_withdrawals_if_present
+    from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
     from config.database import get_engine
 
     chains = load_chains_config(config_path)
-    app = create_app(get_engine(settings), chains, load_withdrawals_if_present(chains,
-                                                                              config_path))
+    wcfg = load_withdrawals_if_present(chains, config_path)
+    app = create_app(get_engine(settings), chains, wcfg,
+                     sweeps_config=load_sweeps_if_present(chains, wcfg, config_path))
     keep_startup_out_of_gc()
     return app
 

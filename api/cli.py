@@ -212,6 +212,10 @@ app.add_typer(config_app, name="config")  # check
 app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases list/resolve/approve
 app.add_typer(holdings_cli)  # holdings
 
+from api.cli_sweeps import sweeps_cli  # noqa: E402
+
+app.add_typer(sweeps_cli)  # sweeps list/show/run, cold propose/approve/reject/list/show, refills
+
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""

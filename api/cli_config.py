@@ -25,6 +25,7 @@ from api.console import console, err_console, friendly
 if TYPE_CHECKING:
     from chains.probe import ProbeReport
     from config.chains import ChainConfig
+    from config.sweeps import SweepAssetConfig
 
 config_app = typer.Typer(help="The configuration file: check it against the chains' nodes.",
                          no_args_is_help=True)
@@ -84,6 +85,18 @@ def _table(outcome: ChainOutcome) -> Table:
     return table
 
 
+def _sweep_line(a: SweepAssetConfig) -> str:
+    """One swept asset of ``custody config check``: its threshold and hot limits (decimals of
+    the ledger asset) and where the excess goes."""
+    from ledger.model import format_amount
+
+    def shown(minor: int | None) -> str:
+        return "-" if minor is None else format_amount(minor, a.scale)
+
+    return (f"{a.asset} on {a.chain}: sweep above {shown(a.threshold_minor)}, hot "
+            f"{shown(a.hot_min_minor)}..{shown(a.hot_max_minor)}, cold {a.cold_address or '-'}")
+
+
 @config_app.command("check")
 @friendly
 def check(
@@ -94,34 +107,41 @@ def check(
 ) -> None:
     """Check the configuration file against every chain's node; exit 2 on a mismatch.
 
-    The file must load, its withdrawals table too when there is one. Per chain: eth_chainId
-    against chain_id, each token's decimals() against its decimals; each token's symbol() is
-    read and shown, never a reason to refuse.
+    The file must load, its withdrawals table and sweeps section too when there are. Per
+    chain: eth_chainId against chain_id, each token's decimals() against its decimals; each
+    token's symbol() is read and shown, never a reason to refuse.
 
     Exit 0 when everything agrees. Exit 2 on a mismatch (one line per mismatch on stderr,
     "chain C: FIELD is X in the configuration, the node says Y"), when a node cannot be
     reached, or when the file does not load. Needs no database. The scheduler runs the same
     check before a chain's jobs and refuses a chain that disagrees.
     """
-    from api.configuration import load_withdrawals_if_present
+    from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
 
     chains = load_chains_config(config)
     wcfg = load_withdrawals_if_present(chains, config)
+    scfg = load_sweeps_if_present(chains, wcfg, config)
     outcomes = [_check(chain) for chain in chains.chains.values()]
     withdrawals = ("not configured (no [withdrawals] table: withdrawal requests are refused)"
                    if wcfg is None else
                    "configured (hot wallets: " + (", ".join(sorted(wcfg.hot_wallets)) or "none")
                    + ")")
+    sweeps = ("not configured (no [sweeps] section: nothing is swept, sent to cold or "
+              "refilled)" if scfg is None else
+              "configured (" + ("; ".join(_sweep_line(a) for a in scfg.assets.values())
+                                or "no assets") + ")")
     if as_json:
         typer.echo(json.dumps({
             "ok": all(o.ok for o in outcomes), "withdrawals_configured": wcfg is not None,
+            "sweeps_configured": scfg is not None,
             "chains": [o.as_json() for o in outcomes]}, indent=2))
     else:
         for outcome in outcomes:
             if outcome.report is not None:
                 console.print(_table(outcome))
         console.print(f"withdrawals: {withdrawals}", highlight=False, markup=False)
+        console.print(f"sweeps: {sweeps}", highlight=False, markup=False, soft_wrap=True)
     for outcome in outcomes:
         for line in outcome.error_lines():
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)

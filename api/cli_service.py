@@ -24,6 +24,7 @@ from api.console import console, err_console, friendly
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
+    from config.sweeps import SweepsConfig
     from config.withdrawals import WithdrawalsConfig
 
 service_cli = typer.Typer(help="Running the engine: server, worker, webhooks, demo.")
@@ -67,16 +68,27 @@ def load_configs(path: str | None, *, required: bool) -> tuple[ChainsConfig | No
     return chains, load_withdrawals_if_present(chains, path)
 
 
+def load_sweeps(path: str | None, chains: ChainsConfig | None,
+                wcfg: WithdrawalsConfig | None) -> SweepsConfig | None:
+    """The ``[sweeps]`` section of the file the chains came from (None without chains or
+    without the section)."""
+    from api.configuration import load_sweeps_if_present
+
+    return None if chains is None else load_sweeps_if_present(chains, wcfg, path)
+
+
 def _scheduler(config: str | None, interval_s: float | None, only: list[str] | None, *,
-               required: bool) -> tuple[Any, ChainsConfig | None, WithdrawalsConfig | None]:
+               required: bool) -> tuple[Any, ChainsConfig | None, WithdrawalsConfig | None,
+                                        SweepsConfig | None]:
     from api.jobs import Intervals, Scheduler, build_jobs
     from config.database import get_engine
 
     chains, wcfg = load_configs(config, required=required)
+    scfg = load_sweeps(config, chains, wcfg)
     intervals = Intervals.uniform(interval_s) if interval_s else Intervals()
     engine = get_engine()
     return Scheduler(engine, build_jobs(engine, chains, wcfg, intervals=intervals,
-                                        only=only or ())), chains, wcfg
+                                        only=only or (), scfg=scfg)), chains, wcfg, scfg
 
 
 @service_cli.command("serve")
@@ -91,9 +103,10 @@ def serve(
     """Serve the HTTP API (uvicorn) and run the scheduler in the same process."""
     from api.app import create_app, keep_startup_out_of_gc
 
-    scheduler, chains, wcfg = _scheduler(config, interval_s, job, required=True)
+    scheduler, chains, wcfg, scfg = _scheduler(config, interval_s, job, required=True)
     assert chains is not None
-    app = create_app(scheduler.engine, chains, wcfg, lifespans=[scheduler.lifespan()])
+    app = create_app(scheduler.engine, chains, wcfg, lifespans=[scheduler.lifespan()],
+                     sweeps_config=scfg)
     keep_startup_out_of_gc()
     run_uvicorn(app, host, port)
 
@@ -121,7 +134,7 @@ def worker(
 ) -> None:
     """Run the scheduler alone (no HTTP). Without a configuration only the jobs that need no
     chain run (webhooks, reconciliation, checkpoints, cleanup)."""
-    scheduler, _, _ = _scheduler(config, interval_s, job, required=False)
+    scheduler, _, _, _ = _scheduler(config, interval_s, job, required=False)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

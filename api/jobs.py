@@ -2,6 +2,10 @@
 
 - Jobs: a deposit watcher step per chain; a withdrawal processor step per chain with a hot
   wallet (sign, send, track to finality, settle, the unknown-outcome ladder, nonce closing);
+  per chain that ``[sweeps]`` lists, a sweeper step (``sweeps.run:<chain>``: sweeps, gas
+  top-ups, approved cold transfers) and a hot-limit check (``sweeps.limits:<chain>``: the
+  excess over the hot maximum proposed to cold, a refill asked for below the minimum, with
+  their alert events);
   open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
   ``alert.ledger_drift`` event when anything drifted); a balance checkpoint; webhook delivery;
   cleanup of idempotency records, rate-limit windows and the run log.
@@ -12,7 +16,7 @@
 - APScheduler's in-memory job store is per process (never shared); ``max_instances=1`` and
   ``coalesce`` keep one run per job per process. ``stop`` waits for running steps (each is
   bounded), so SIGTERM ends a worker cleanly.
-- Every job of a chain (its watcher, its withdrawal processor) passes that chain's
+- Every job of a chain (its watcher, its withdrawal processor, its sweeper) passes that chain's
   :class:`ChainGate` first: the configuration is checked against the node
   (``chains.probe``: ``eth_chainId``, each token's ``decimals()``; ``symbol()`` recorded) once
   per process. A mismatch refuses that chain for the life of the process (one CRITICAL line
@@ -44,6 +48,7 @@ from api import outbox
 from api.repository import jobs as repo
 from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
+from config.sweeps import SweepsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
 
@@ -76,11 +81,14 @@ class Intervals:
     open_items_s: float = 300.0
     checkpoint_s: float = 3600.0
     cleanup_s: float = 600.0
+    sweeps_s: float = 5.0
+    hot_limits_s: float = 60.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
         """Every job every ``seconds`` (tests, the demo)."""
-        return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds)
+        return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds, seconds,
+                   seconds)
 
 
 @dataclass
@@ -241,8 +249,9 @@ def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
 
 def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsConfig | None, *,
                intervals: Intervals | None = None, environ: dict[str, str] | None = None,
-               only: Sequence[str] = ()) -> list[Job]:
-    """Every job of this deployment (``only``: names or name prefixes to keep)."""
+               only: Sequence[str] = (), scfg: SweepsConfig | None = None) -> list[Job]:
+    """Every job of this deployment (``only``: names or name prefixes to keep; ``scfg``: the
+    ``[sweeps]`` section, whose chains get a sweeper and a hot-limit check)."""
     iv = intervals or Intervals()
     jobs = [
         Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
@@ -251,7 +260,7 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
         Job("maintenance.cleanup", iv.cleanup_s, lambda now: cleanup(engine, now)),
     ]
     if chains is not None:
-        jobs += _chain_jobs(engine, chains, wcfg, iv, environ)
+        jobs += _chain_jobs(engine, chains, wcfg, iv, environ, scfg)
     if wcfg is not None:
         jobs.append(Job("withdrawals.open_items", iv.open_items_s,
                         lambda now: open_items(engine, wcfg, now)))
@@ -262,7 +271,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
 
 
 def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | None,
-                iv: Intervals, environ: dict[str, str] | None) -> list[Job]:
+                iv: Intervals, environ: dict[str, str] | None,
+                scfg: SweepsConfig | None = None) -> list[Job]:
     from deposits.watcher import Watcher
     from withdrawals import processor
 
@@ -275,6 +285,9 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
                         partial(_watch, gate, watcher)))
         if wcfg is None or name not in wcfg.hot_wallets:
             continue
+        # The sweeper runs without the hot wallet's signer too (its sweeps are signed by the
+        # deposit addresses' keys; top-ups and cold transfers then wait, logged).
+        jobs += _sweep_jobs(engine, chains, wcfg, scfg, name, gate, iv, environ)
         try:
             ctx = processor.build_context(chains, wcfg, name, environ=environ)
         except CustodyError as exc:
@@ -283,6 +296,82 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
         jobs.append(Job(f"withdrawals.process:{name}", iv.withdrawals_s,
                         partial(_process, gate, engine, wcfg, ctx)))
     return jobs
+
+
+def _sweep_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig,
+                scfg: SweepsConfig | None, name: str, gate: ChainGate, iv: Intervals,
+                environ: dict[str, str] | None) -> list[Job]:
+    """The sweeper (``sweeps.run:<chain>``) and the hot-limit check (``sweeps.limits:<chain>``)
+    of a chain that ``[sweeps]`` lists, behind the chain's gate like its processor."""
+    if scfg is None or name not in scfg.chains():
+        return []
+    from sweeps import runner
+
+    try:
+        ctx = runner.build_context(chains, wcfg, scfg, name, environ=environ)
+    except CustodyError as exc:
+        log.warning("no sweeper on %s: %s", name, exc.message)
+        return []
+    return [Job(f"sweeps.run:{name}", iv.sweeps_s, partial(_sweep, gate, engine, ctx)),
+            Job(f"sweeps.limits:{name}", iv.hot_limits_s,
+                partial(_hot_limits, gate, engine, ctx))]
+
+
+def _sweep(gate: ChainGate, engine: Engine, ctx: Any, now: datetime) -> object:
+    from sweeps import runner
+
+    gate.admit(now)
+    return runner.step(engine, ctx, now=now)
+
+
+def _hot_limits(gate: ChainGate, engine: Engine, ctx: Any, now: datetime) -> object:
+    from sweeps.limits import check_hot_limits
+
+    gate.admit(now)
+    report = check_hot_limits(engine, ctx, now)
+    hot_limit_alerts(engine, ctx.chain.name)
+    return report
+
+
+def hot_limit_alerts(engine: Engine, chain: str) -> int:
+    """What the hot-limit check leaves for an operator on ``chain`` as alert events, each
+    written once: an ``alert.hot_wallet_low`` per open low episode (with the refill request
+    it asks to be sent from cold), an ``alert.cold_transfer_proposed`` per cold transfer
+    waiting for admins' decisions. Read from the database after every check, so an alert lost
+    with a crashed process is raised by the next one. Returns how many were new."""
+    from sweeps import service
+    from sweeps.limits import low_episodes
+    from sweeps.model import Kind, State
+
+    low = low_episodes(engine, chain)
+    waiting = service.list_cold_transfers(engine, chain=chain, states=[State.PROPOSED])
+    if not low and not waiting:
+        return 0
+    new = 0
+    with UnitOfWork(engine) as uow:
+        for item in low:
+            e, r = item.episode, item.refill
+            new += outbox.raise_alert(uow.conn, "hot_wallet_low", f"episode:{e.id}", {
+                "chain": chain, "asset": e.asset, "hot_wallet": e.hot_wallet,
+                "holding_chain_units": str(e.holding),
+                "hot_min_chain_units": str(e.limit_amount),
+                "episode_id": str(e.id), "since": e.started_at.isoformat(),
+                "refill_request_id": None if r is None else str(r.id),
+                "next": "no cold address to refill from: refill the hot wallet and declare "
+                        "it (custody refills request)" if r is None else
+                        f"send exactly {r.amount} (chain units) of {r.asset} from {r.source} "
+                        f"to {r.destination}; the watcher matches it to refill request {r.id}"})
+        for m, decisions in waiting:
+            new += outbox.raise_alert(uow.conn, "cold_transfer_proposed",
+                                      f"{Kind.COLD_TRANSFER.value}:{m.id}", {
+                "chain": chain, "cold_transfer_id": str(m.id), "asset": m.data["asset"],
+                "amount_chain_units": str(m.amount("amount")),
+                "destination": m.data["destination"], "proposed_by": m.data["proposed_by"],
+                "approvals_required": int(m.data["approvals_required"]),
+                "approvals": [d.approver for d in decisions if d.decision == "approve"],
+                "next": f"admins approve or reject it: custody cold approve {m.id} --as NAME"})
+        uow.commit()
+    return new
 
 
 def _watch(gate: ChainGate, watcher: Any, now: datetime) -> object:

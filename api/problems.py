@@ -18,10 +18,12 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from chains import errors as ce
 from config.errors import ConfigurationInvalid, CustodyError, DatabaseUnavailable
 from config.uow import sqlstate
 from deposits import errors as de
 from ledger import errors as le
+from sweeps import errors as se
 from withdrawals import errors as we
 
 PROBLEM_JSON = "application/problem+json"
@@ -137,6 +139,16 @@ STATUS: dict[type[CustodyError], int] = {
     we.WithdrawalRefused: 422,
     we.WithdrawalNotFound: 404,
     we.SignerUnavailable: 503,
+    # The node of a chain could not be asked, or answered nonsense: a retry may succeed.
+    ce.ChainError: 503,
+    se.SweepsError: 409,
+    se.SweepsNotConfigured: 409,
+    se.MovementNotFound: 404,
+    se.ColdTransferInvalid: 422,
+    se.RefillInvalid: 422,
+    se.RequestKeyReused: 422,
+    se.AdminRequired: 403,
+    se.HotHoldingUnavailable: 503,
 }
 
 

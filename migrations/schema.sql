@@ -2191,6 +2191,7 @@ CREATE TABLE public.cold_transfers (
     gas_paid numeric(78,0),
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    request_key text,
     CONSTRAINT cold_transfers_amount_check CHECK ((amount > (0)::numeric)),
     CONSTRAINT cold_transfers_approvals_required_check CHECK (((approvals_required >= 1) AND (approvals_required <= 2))),
     CONSTRAINT cold_transfers_destination_check CHECK ((destination ~ '^0x[0-9a-f]{40}$'::text)),
@@ -2199,6 +2200,7 @@ CREATE TABLE public.cold_transfers (
     CONSTRAINT cold_transfers_nonce_check CHECK ((nonce >= 0)),
     CONSTRAINT cold_transfers_proposed_by_check CHECK (((length(proposed_by) >= 1) AND (length(proposed_by) <= 200))),
     CONSTRAINT cold_transfers_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 500))),
+    CONSTRAINT cold_transfers_request_key_check CHECK (((length(request_key) >= 1) AND (length(request_key) <= 300))),
     CONSTRAINT cold_transfers_sender_check CHECK ((sender ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT cold_transfers_state_check CHECK ((state = ANY (ARRAY['proposed'::text, 'approved'::text, 'signing'::text, 'signed'::text, 'broadcast'::text, 'unknown'::text, 'included'::text, 'final'::text, 'reverted'::text, 'dropped'::text, 'rejected'::text]))),
     CONSTRAINT cold_transfers_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text))
@@ -2212,6 +2214,13 @@ ALTER TABLE public.cold_transfers OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.cold_transfers IS 'The excess of the hot wallet over its configured maximum, moved to the configured cold address (amount in the chain''s smallest unit). Signed only once approved: by one admin, or by two different admins above the configured amount; never by the one who proposed it.';
+
+
+--
+-- Name: COLUMN cold_transfers.request_key; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cold_transfers.request_key IS 'The proposer''s request key (api:<client>:<Idempotency-Key> or cli:<key>); NULL for a proposal of the hot-limit check. The same key again returns the first proposal.';
 
 
 --
@@ -2683,6 +2692,63 @@ ALTER SEQUENCE public.gas_top_ups_id_seq OWNER TO CURRENT_USER;
 --
 
 ALTER SEQUENCE public.gas_top_ups_id_seq OWNED BY public.gas_top_ups.id;
+
+
+--
+-- Name: hot_limit_episodes; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.hot_limit_episodes (
+    id bigint NOT NULL,
+    chain text NOT NULL,
+    asset text NOT NULL,
+    side text NOT NULL,
+    hot_wallet text NOT NULL,
+    limit_amount numeric(78,0) NOT NULL,
+    holding numeric(78,0) NOT NULL,
+    finalized_block bigint NOT NULL,
+    refill_request_id bigint,
+    started_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    ended_holding numeric(78,0),
+    CONSTRAINT hot_limit_episodes_check CHECK (((ended_at IS NULL) = (ended_holding IS NULL))),
+    CONSTRAINT hot_limit_episodes_check1 CHECK (((ended_at IS NULL) OR (ended_at >= started_at))),
+    CONSTRAINT hot_limit_episodes_check2 CHECK (((refill_request_id IS NULL) OR (side = 'below_min'::text))),
+    CONSTRAINT hot_limit_episodes_finalized_block_check CHECK ((finalized_block >= 0)),
+    CONSTRAINT hot_limit_episodes_hot_wallet_check CHECK ((hot_wallet ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT hot_limit_episodes_limit_amount_check CHECK ((limit_amount >= (0)::numeric)),
+    CONSTRAINT hot_limit_episodes_side_check CHECK ((side = ANY (ARRAY['above_max'::text, 'below_min'::text])))
+);
+
+
+ALTER TABLE public.hot_limit_episodes OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE hot_limit_episodes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.hot_limit_episodes IS 'A stretch of time during which the hot wallet''s holding of an asset was above its maximum or below its minimum (amounts in the chain''s smallest unit: limit_amount the limit, holding what the check that opened it computed: the smaller of the balances at the finalized and the latest block, less the outgoing movements not yet included). refill_request_id: the refill request created for a low episode.';
+
+
+--
+-- Name: hot_limit_episodes_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.hot_limit_episodes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.hot_limit_episodes_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: hot_limit_episodes_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.hot_limit_episodes_id_seq OWNED BY public.hot_limit_episodes.id;
 
 
 --
@@ -3180,11 +3246,13 @@ CREATE TABLE public.refill_requests (
     matched_position text,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    request_key text,
     CONSTRAINT refill_requests_amount_check CHECK ((amount > (0)::numeric)),
     CONSTRAINT refill_requests_check CHECK (((state = 'matched'::text) = (matched_tx_hash IS NOT NULL))),
     CONSTRAINT refill_requests_destination_check CHECK ((destination ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT refill_requests_matched_tx_hash_check CHECK ((matched_tx_hash ~ '^0x[0-9a-f]{64}$'::text)),
     CONSTRAINT refill_requests_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 500))),
+    CONSTRAINT refill_requests_request_key_check CHECK (((length(request_key) >= 1) AND (length(request_key) <= 300))),
     CONSTRAINT refill_requests_requested_by_check CHECK (((length(requested_by) >= 1) AND (length(requested_by) <= 200))),
     CONSTRAINT refill_requests_source_check CHECK ((source ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT refill_requests_state_check CHECK ((state = ANY (ARRAY['open'::text, 'matched'::text, 'canceled'::text]))),
@@ -3199,6 +3267,13 @@ ALTER TABLE public.refill_requests OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.refill_requests IS 'A request to refill the hot wallet from a cold address (signed outside the engine: cold addresses are watch-only). The incoming transfer from that cold address to the hot wallet is matched to the oldest open request of the same chain, asset and amount once final, and is then an internal movement (custody-neutral).';
+
+
+--
+-- Name: COLUMN refill_requests.request_key; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.refill_requests.request_key IS 'The requester''s request key (api:<client>:<Idempotency-Key> or cli:<key>); NULL for a request of the hot-limit check. The same key again returns the first request.';
 
 
 --
@@ -3996,6 +4071,13 @@ ALTER TABLE ONLY public.gas_top_ups ALTER COLUMN id SET DEFAULT nextval('public.
 
 
 --
+-- Name: hot_limit_episodes id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.hot_limit_episodes ALTER COLUMN id SET DEFAULT nextval('public.hot_limit_episodes_id_seq'::regclass);
+
+
+--
 -- Name: job_runs id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4297,6 +4379,14 @@ ALTER TABLE ONLY public.cold_transfers
 
 
 --
+-- Name: cold_transfers cold_transfers_request_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cold_transfers
+    ADD CONSTRAINT cold_transfers_request_key_key UNIQUE (request_key);
+
+
+--
 -- Name: deposit_addresses deposit_addresses_family_derivation_index_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4414,6 +4504,14 @@ ALTER TABLE ONLY public.gas_top_up_events
 
 ALTER TABLE ONLY public.gas_top_ups
     ADD CONSTRAINT gas_top_ups_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: hot_limit_episodes hot_limit_episodes_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.hot_limit_episodes
+    ADD CONSTRAINT hot_limit_episodes_pkey PRIMARY KEY (id);
 
 
 --
@@ -4558,6 +4656,14 @@ ALTER TABLE ONLY public.provider_inbox
 
 ALTER TABLE ONLY public.refill_requests
     ADD CONSTRAINT refill_requests_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: refill_requests refill_requests_request_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.refill_requests
+    ADD CONSTRAINT refill_requests_request_key_key UNIQUE (request_key);
 
 
 --
@@ -4774,6 +4880,13 @@ CREATE INDEX cold_transfer_events_cold_idx ON public.cold_transfer_events USING 
 
 
 --
+-- Name: cold_transfers_one_open; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX cold_transfers_one_open ON public.cold_transfers USING btree (chain, asset) WHERE (state <> ALL (ARRAY['final'::text, 'reverted'::text, 'dropped'::text, 'rejected'::text]));
+
+
+--
 -- Name: cold_transfers_state_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4827,6 +4940,13 @@ CREATE INDEX gas_top_up_events_top_up_idx ON public.gas_top_up_events USING btre
 --
 
 CREATE INDEX gas_top_ups_state_idx ON public.gas_top_ups USING btree (chain, state, id);
+
+
+--
+-- Name: hot_limit_episodes_one_open; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX hot_limit_episodes_one_open ON public.hot_limit_episodes USING btree (chain, asset, side) WHERE (ended_at IS NULL);
 
 
 --
@@ -5794,6 +5914,14 @@ ALTER TABLE ONLY public.gas_top_up_events
 
 
 --
+-- Name: hot_limit_episodes hot_limit_episodes_refill_request_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.hot_limit_episodes
+    ADD CONSTRAINT hot_limit_episodes_refill_request_id_fkey FOREIGN KEY (refill_request_id) REFERENCES public.refill_requests(id);
+
+
+--
 -- Name: ledger_period_approvals ledger_period_approvals_period_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6311,6 +6439,20 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.gas_top_ups TO custody_app;
 --
 
 GRANT USAGE ON SEQUENCE public.gas_top_ups_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE hot_limit_episodes; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.hot_limit_episodes TO custody_app;
+
+
+--
+-- Name: SEQUENCE hot_limit_episodes_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.hot_limit_episodes_id_seq TO custody_app;
 
 
 --

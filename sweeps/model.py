@@ -229,3 +229,66 @@ def cold_decision(*, proposer: str, actor: str, decision: str, earlier: dict[str
     approvals = 1 + sum(1 for d in earlier.values() if d == "approve")
     return ApprovalOutcome(Event.APPROVED if approvals >= required else Event.APPROVAL_RECORDED,
                            approvals)
+
+
+# --- hot/cold limits (all amounts in the chain's smallest unit) ----------------------------
+
+
+class LimitSide(StrEnum):
+    """Which limit a hot wallet's holding is outside of (the ``side`` of an episode)."""
+
+    ABOVE_MAX = "above_max"
+    BELOW_MIN = "below_min"
+
+
+def limit_side(holding: int, hot_min: int | None, hot_max: int | None) -> LimitSide | None:
+    """Where ``holding`` stands: above the maximum, below the minimum, or within (None). At
+    exactly a limit it is within."""
+    if hot_max is not None and holding > hot_max:
+        return LimitSide.ABOVE_MAX
+    if hot_min is not None and holding < hot_min:
+        return LimitSide.BELOW_MIN
+    return None
+
+
+def whole_units(amount: int, unit: int) -> int:
+    """``amount`` rounded down to a multiple of ``unit`` (the chain units of one minor unit of
+    the ledger asset), so that it converts to the ledger exactly."""
+    assert unit >= 1
+    return max(0, amount) // unit * unit
+
+
+def cold_excess(holding: int, hot_max: int | None, gas_reserve: int, unit: int) -> int:
+    """What the hot-limit check proposes to move to cold: the holding's excess over the
+    maximum (``hot_excess``), in whole ledger units, leaving at least ``gas_reserve`` behind
+    (for the native coin: the most the transfer's own gas can cost, so that it cannot fail
+    for lack of funds even with a maximum below that; 0 for a token). 0: nothing to
+    propose."""
+    if hot_max is None:
+        return 0
+    return whole_units(hot_excess(holding, max(hot_max, gas_reserve)), unit)
+
+
+def refill_target(hot_min: int, hot_max: int | None) -> int:
+    """Where a refill brings the holding: halfway between the minimum and the maximum, or
+    twice the minimum when there is no maximum (room for the next withdrawals, well away from
+    both limits)."""
+    return (hot_min + hot_max) // 2 if hot_max is not None else 2 * hot_min
+
+
+def refill_amount(holding: int, hot_min: int, hot_max: int | None, unit: int) -> int:
+    """What a refill request asks for: up to ``refill_target``, rounded up to whole ledger
+    units (0: the holding is already there)."""
+    assert unit >= 1
+    need = max(0, refill_target(hot_min, hot_max) - holding)
+    return -(-need // unit) * unit
+
+
+def format_units(value: int, decimals: int) -> str:
+    """A chain amount (any size: uint256) as an exact decimal string of ``decimals`` places:
+    ``format_units(1500, 3) == "1.500"``."""
+    sign, digits = ("-" if value < 0 else ""), str(abs(value))
+    if decimals == 0:
+        return sign + digits
+    digits = digits.rjust(decimals + 1, "0")
+    return f"{sign}{digits[:-decimals]}.{digits[-decimals:]}"

@@ -370,3 +370,248 @@ def sweep_waiting_on(conn: Connection, top_up_id: int) -> int | None:
     value = conn.execute(sa.text("SELECT id FROM sweeps WHERE top_up_id = :t AND state = "
                                  "'waiting_gas'"), {"t": top_up_id}).scalar()
     return None if value is None else int(value)
+
+
+# --------------------------------------------------------------------------- hot/cold limits
+
+#: States of a cold transfer still in flight (the partial unique index
+#: ``cold_transfers_one_open`` allows one per chain and asset).
+_COLD_OPEN = ("proposed", "approved", "signing", "signed", "broadcast", "unknown", "included")
+
+
+def propose_cold(conn: Connection, *, chain: str, asset: str, token: str | None, sender: str,
+                 destination: str, amount: int, approvals_required: int, proposed_by: str,
+                 reason: str, gas_limit: int, request_key: str | None, at: datetime,
+                 evidence: dict[str, Any]) -> int | None:
+    """Propose a transfer from the hot wallet to cold, with its history row; None when another
+    cold transfer of (chain, asset) is in flight or ``request_key`` was used before (the unique
+    indexes decide, so two proposers cannot both win)."""
+    row = conn.execute(
+        sa.text("INSERT INTO cold_transfers (chain, asset, token, sender, destination, amount, "
+                "approvals_required, proposed_by, reason, state, gas_limit, request_key, "
+                "created_at, updated_at) VALUES (:c, :asset, :t, :s, :d, :amt, :n, :p, :r, "
+                "'proposed', :g, :k, :at, :at) ON CONFLICT DO NOTHING RETURNING id"),
+        {"c": chain, "asset": asset, "t": token, "s": sender, "d": destination,
+         "amt": str(amount), "n": approvals_required, "p": proposed_by, "r": reason,
+         "g": gas_limit, "k": request_key, "at": at}).first()
+    if row is None:
+        return None
+    _created(conn, Kind.COLD_TRANSFER, int(row.id), State.PROPOSED, proposed_by, at, reason,
+             evidence)
+    return int(row.id)
+
+
+def cold_by_request_key(conn: Connection, request_key: str) -> Movement | None:
+    """The cold transfer proposed under ``request_key``."""
+    row = conn.execute(sa.text("SELECT * FROM cold_transfers WHERE request_key = :k"),
+                       {"k": request_key}).first()
+    return None if row is None else _movement(Kind.COLD_TRANSFER, row)
+
+
+def open_cold_transfer(conn: Connection, chain: str, asset: str) -> Movement | None:
+    """The cold transfer of (chain, asset) in flight, if any."""
+    row = conn.execute(sa.text("SELECT * FROM cold_transfers WHERE chain = :c AND asset = :a "
+                               "AND state = ANY(:s)"),
+                       {"c": chain, "a": asset, "s": list(_COLD_OPEN)}).first()
+    return None if row is None else _movement(Kind.COLD_TRANSFER, row)
+
+
+def rejected_proposal_since(conn: Connection, chain: str, asset: str, proposed_by: str,
+                            since: datetime) -> int | None:
+    """The newest cold transfer of (chain, asset) proposed by ``proposed_by`` at or after
+    ``since`` that was rejected, if any."""
+    value = conn.execute(
+        sa.text("SELECT max(id) FROM cold_transfers WHERE chain = :c AND asset = :a "
+                "AND proposed_by = :p AND created_at >= :t AND state = 'rejected'"),
+        {"c": chain, "a": asset, "p": proposed_by, "t": since}).scalar()
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class ColdDecisionRecord:
+    """One admin's decision on a cold transfer."""
+
+    approver: str
+    decision: str
+    reason: str | None
+    decided_at: datetime
+
+
+def list_cold_decisions(conn: Connection, cold_transfer_id: int) -> list[ColdDecisionRecord]:
+    """The decisions on a cold transfer, oldest first."""
+    return [ColdDecisionRecord(r.approver, r.decision, r.reason, r.decided_at)
+            for r in conn.execute(
+                sa.text("SELECT approver, decision, reason, decided_at FROM "
+                        "cold_transfer_approvals WHERE cold_transfer_id = :i "
+                        "ORDER BY decided_at, approver"), {"i": cold_transfer_id})]
+
+
+def pending_outflows(conn: Connection, chain: str, hot_wallet: str, token: str | None) -> int:
+    """What the hot wallet of ``chain`` is committed to send of ``token`` (None: the native
+    coin) and has no receipt for yet, in the chain's smallest unit: withdrawals from request to
+    an undetermined outcome, gas top-ups not included yet, cold transfers approved and not
+    included yet. What is included is already out of the balance at the latest block (the
+    caller takes the smaller of the finalized and the latest balance). A cold transfer still
+    waiting for its approvals is not counted: until an admin approves it, the excess it would
+    move is still there (and the check does not propose it again)."""
+    total = to_int(conn.execute(
+        sa.text("SELECT coalesce(sum(chain_amount), 0) FROM withdrawals WHERE chain = :c "
+                "AND token IS NOT DISTINCT FROM :t AND state IN ('requested', "
+                "'pending_approval', 'reserved', 'signing', 'signed', 'broadcast', 'unknown', "
+                "'awaiting_write_off')"), {"c": chain, "t": token}).scalar_one())
+    total += to_int(conn.execute(
+        sa.text("SELECT coalesce(sum(amount), 0) FROM cold_transfers WHERE chain = :c "
+                "AND sender = :s AND token IS NOT DISTINCT FROM :t AND state IN ('approved', "
+                "'signing', 'signed', 'broadcast', 'unknown')"),
+        {"c": chain, "s": hot_wallet, "t": token}).scalar_one())
+    if token is None:
+        total += to_int(conn.execute(
+            sa.text("SELECT coalesce(sum(amount), 0) FROM gas_top_ups WHERE chain = :c "
+                    "AND sender = :s AND state IN ('ready', 'signing', 'signed', 'broadcast', "
+                    "'unknown')"), {"c": chain, "s": hot_wallet}).scalar_one())
+    return total
+
+
+@dataclass(frozen=True)
+class RefillRecord:
+    """A request to refill the hot wallet from a cold address (amount in the chain's smallest
+    unit); ``matched_*`` name the incoming transfer that fulfilled it."""
+
+    id: int
+    chain: str
+    asset: str
+    token: str | None
+    source: str
+    destination: str
+    amount: int
+    requested_by: str
+    reason: str
+    state: str
+    matched_tx_hash: str | None
+    matched_position: str | None
+    request_key: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def _refill(row: Any) -> RefillRecord:
+    data = dict(row._mapping)
+    data["amount"] = to_int(data["amount"])
+    return RefillRecord(**data)
+
+
+def insert_refill(conn: Connection, *, chain: str, asset: str, token: str | None, source: str,
+                  destination: str, amount: int, requested_by: str, reason: str,
+                  request_key: str | None, at: datetime) -> int | None:
+    """Open a refill request; None when ``request_key`` was used before."""
+    value = conn.execute(
+        sa.text("INSERT INTO refill_requests (chain, asset, token, source, destination, amount, "
+                "requested_by, reason, state, request_key, created_at, updated_at) VALUES "
+                "(:c, :a, :t, :s, :d, :amt, :by, :r, 'open', :k, :at, :at) "
+                "ON CONFLICT (request_key) DO NOTHING RETURNING id"),
+        {"c": chain, "a": asset, "t": token, "s": source, "d": destination, "amt": str(amount),
+         "by": requested_by, "r": reason, "k": request_key, "at": at}).scalar()
+    return None if value is None else int(value)
+
+
+def get_refill(conn: Connection, refill_id: int) -> RefillRecord | None:
+    """One refill request."""
+    row = conn.execute(sa.text("SELECT * FROM refill_requests WHERE id = :i"),
+                       {"i": refill_id}).first()
+    return None if row is None else _refill(row)
+
+
+def refill_by_request_key(conn: Connection, request_key: str) -> RefillRecord | None:
+    """The refill request opened under ``request_key``."""
+    row = conn.execute(sa.text("SELECT * FROM refill_requests WHERE request_key = :k"),
+                       {"k": request_key}).first()
+    return None if row is None else _refill(row)
+
+
+def list_refills(conn: Connection, *, chain: str | None = None, state: str | None = None,
+                 limit: int = 200) -> list[RefillRecord]:
+    """Refill requests, newest first, optionally of one chain and one state."""
+    rows = conn.execute(
+        sa.text("SELECT * FROM refill_requests WHERE (CAST(:c AS text) IS NULL OR chain = :c) "
+                "AND (CAST(:s AS text) IS NULL OR state = :s) ORDER BY id DESC LIMIT :n"),
+        {"c": chain, "s": state, "n": limit})
+    return [_refill(r) for r in rows]
+
+
+def open_refill(conn: Connection, chain: str, asset: str, destination: str) -> int | None:
+    """The oldest open refill request of (chain, asset) to ``destination``, if any."""
+    value = conn.execute(
+        sa.text("SELECT min(id) FROM refill_requests WHERE chain = :c AND asset = :a "
+                "AND destination = :d AND state = 'open'"),
+        {"c": chain, "a": asset, "d": destination}).scalar()
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """A stretch of time with the hot wallet's holding outside one limit (chain units)."""
+
+    id: int
+    chain: str
+    asset: str
+    side: str
+    hot_wallet: str
+    limit_amount: int
+    holding: int
+    finalized_block: int
+    refill_request_id: int | None
+    started_at: datetime
+    ended_at: datetime | None
+    ended_holding: int | None
+
+
+def _episode(row: Any) -> EpisodeRecord:
+    data = dict(row._mapping)
+    for name in ("limit_amount", "holding", "ended_holding"):
+        if data[name] is not None:
+            data[name] = to_int(data[name])
+    return EpisodeRecord(**data)
+
+
+def open_episode(conn: Connection, chain: str, asset: str, side: str, *,
+                 for_update: bool = False) -> EpisodeRecord | None:
+    """The open episode of (chain, asset) on ``side``, row-locked with ``for_update``."""
+    lock = " FOR UPDATE" if for_update else ""
+    row = conn.execute(sa.text("SELECT * FROM hot_limit_episodes WHERE chain = :c AND asset = :a "
+                               f"AND side = :s AND ended_at IS NULL{lock}"),
+                       {"c": chain, "a": asset, "s": side}).first()
+    return None if row is None else _episode(row)
+
+
+def open_episodes(conn: Connection, chain: str, side: str) -> list[EpisodeRecord]:
+    """The open episodes of ``chain`` on ``side``, oldest first."""
+    rows = conn.execute(sa.text("SELECT * FROM hot_limit_episodes WHERE chain = :c "
+                                "AND side = :s AND ended_at IS NULL ORDER BY id"),
+                        {"c": chain, "s": side})
+    return [_episode(r) for r in rows]
+
+
+def start_episode(conn: Connection, *, chain: str, asset: str, side: str, hot_wallet: str,
+                  limit_amount: int, holding: int, finalized_block: int,
+                  at: datetime) -> EpisodeRecord | None:
+    """Open an episode; None when one is open already (the partial unique index decides)."""
+    row = conn.execute(
+        sa.text("INSERT INTO hot_limit_episodes (chain, asset, side, hot_wallet, limit_amount, "
+                "holding, finalized_block, started_at) VALUES (:c, :a, :s, :h, :l, :v, :b, :at) "
+                "ON CONFLICT DO NOTHING RETURNING *"),
+        {"c": chain, "a": asset, "s": side, "h": hot_wallet, "l": str(limit_amount),
+         "v": str(holding), "b": finalized_block, "at": at}).first()
+    return None if row is None else _episode(row)
+
+
+def end_episode(conn: Connection, episode_id: int, holding: int, at: datetime) -> None:
+    """Close an episode: the holding is back within the limit."""
+    conn.execute(sa.text("UPDATE hot_limit_episodes SET ended_at = :at, ended_holding = :v "
+                         "WHERE id = :i AND ended_at IS NULL"),
+                 {"at": at, "v": str(holding), "i": episode_id})
+
+
+def set_episode_refill(conn: Connection, episode_id: int, refill_id: int) -> None:
+    """Name the refill request created for a low episode."""
+    conn.execute(sa.text("UPDATE hot_limit_episodes SET refill_request_id = :r WHERE id = :i"),
+                 {"r": refill_id, "i": episode_id})

@@ -196,3 +196,8 @@ def open_cases(
 # The treasury and holdings routes share this router's prefix, tags and app registration.
 router.include_router(treasury.router)
 router.include_router(holdings.router)
+
+# The sweep, cold-transfer and refill routes (``api.routes.sweeps``) too.
+from api.routes import sweeps as sweep_routes  # noqa: E402
+
+router.include_router(sweep_routes.router)

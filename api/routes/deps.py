@@ -28,7 +28,10 @@ from deposits import service as deposits
 from withdrawals.service import IncomingTransfer
 
 if TYPE_CHECKING:
+    from api.jobs import ChainGate
     from chains.addresses import AddressSource
+    from config.sweeps import SweepsConfig
+    from sweeps.sending import SweepContext
 
 #: A completed idempotency record is kept at least this long (the database refuses less).
 IDEMPOTENCY_RETENTION_S = 86_400
@@ -60,6 +63,11 @@ class ApiContext:
     #: mostly 7-32 ms with 2-3 (bench/RESULTS.md, "HTTP API").
     reader_threads: int = 3
     _sources: dict[str, AddressSource] = field(default_factory=dict)
+    #: The ``[sweeps]`` section; None when the file has none (the sweep, cold-transfer and
+    #: refill writes are then refused with ``sweeps_not_configured``: see
+    #: :meth:`sweeps_config`).
+    sweeps: SweepsConfig | None = None
+    _sweepers: dict[str, tuple[ChainGate, SweepContext]] = field(default_factory=dict)
 
     @cached_property
     def readers(self) -> ThreadPoolExecutor:
@@ -71,10 +79,14 @@ class ApiContext:
         return ThreadPoolExecutor(max_workers=self.reader_threads, thread_name_prefix="api-read")
 
     def close(self) -> None:
-        """Stop the reader threads, if any were started (at the app's shutdown)."""
+        """Stop the reader threads and close the sweepers' node clients, if any were started
+        (at the app's shutdown)."""
         readers = self.__dict__.pop("readers", None)
         if readers is not None:
             readers.shutdown(wait=False)
+        for _, sweeper in self._sweepers.values():
+            sweeper.rpc.close()
+        self._sweepers.clear()
 
     @cached_property
     def autocommit(self) -> Engine:
@@ -89,6 +101,37 @@ class ApiContext:
                 "withdrawals are not configured here: the configuration has no [withdrawals] "
                 "table (see config/withdrawals.example.toml)")
         return self.withdrawals
+
+    def sweeps_config(self) -> SweepsConfig:
+        """The sweep configuration, or SweepsNotConfigured (409)."""
+        from sweeps.errors import SweepsNotConfigured
+
+        if self.sweeps is None:
+            raise SweepsNotConfigured(
+                "sweeps are not configured here: the configuration has no [sweeps] section "
+                "(see config/sweeps.py); nothing is swept, sent to cold or refilled")
+        return self.sweeps
+
+    def sweeper(self, name: str, now: datetime) -> SweepContext:
+        """The sweeper context of chain ``name`` (built once), after its configuration was
+        checked against its node as the scheduler's gate checks it (``api.jobs.ChainGate``:
+        once per process; a mismatch refuses the chain, an unreachable node raises its error
+        and is asked again next time). SweepsNotConfigured when ``[sweeps]`` does not list
+        the chain."""
+        from api.jobs import ChainGate
+        from sweeps.errors import SweepsNotConfigured
+        from sweeps.runner import build_context
+
+        cfg = self.sweeps_config()
+        chain = self.chain(name)
+        if chain.name not in cfg.chains():
+            raise SweepsNotConfigured(f"[sweeps] lists no asset of chain {chain.name}")
+        if name not in self._sweepers:
+            built = build_context(self.chains, self.withdrawals_config(), cfg, chain.name)
+            self._sweepers[name] = (ChainGate(self.engine, chain), built)
+        gate, ctx = self._sweepers[name]
+        gate.admit(now)
+        return ctx
 
     def chain(self, name: str) -> ChainConfig:
         """A configured chain, or ChainUnknown (422)."""

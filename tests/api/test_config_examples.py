@@ -12,13 +12,11 @@ import pytest
 
 from api.configuration import load_withdrawals_if_present
 from config.chains import load_chains_config, parse_chains_config
-from config.sweeps import parse_sweeps_config
 from config.withdrawals import parse_withdrawals_config
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 CHAINS = CONFIG / "chains.example.toml"
 WITHDRAWALS = CONFIG / "withdrawals.example.toml"
-SWEEPS = CONFIG / "sweeps.example.toml"
 
 
 @pytest.fixture(autouse=True)
@@ -48,16 +46,17 @@ def test_the_chains_example_alone_is_a_deposits_only_file() -> None:
     assert raw["hot_addresses"] and raw["cold_addresses"]
 
 
-def test_the_sweeps_example_completes_a_working_file() -> None:
-    data = tomllib.loads(CHAINS.read_text() + "\n" + WITHDRAWALS.read_text() + "\n"
-                        + SWEEPS.read_text())
-    chains = parse_chains_config(data)
-    cfg = parse_sweeps_config(data, chains, parse_withdrawals_config(data, chains))
-    eth, usdc = cfg.assets[("devnet", "ETH")], cfg.assets[("devnet", "USDC")]
-    assert (eth.threshold_minor, eth.hot_min_minor, eth.hot_max_minor) == (
-        10**16, 10**18, 50 * 10**18)
-    assert eth.cold_address == "0x" + "33" * 20
-    assert eth.cold_dual_approval_above_minor == 20 * 10**18
-    assert (usdc.token, usdc.threshold_minor) == ("0x5fbdb2315678afecb367f032d93f642f64180aa3",
-                                                  10 * 10**6)
-    assert usdc.native_per_unit_scaled == 4 * 10**14
+def test_with_the_sweeps_example_sweeps_are_configured(tmp_path: Path) -> None:
+    from api.configuration import load_sweeps_if_present
+
+    path = tmp_path / "custody.toml"
+    path.write_text("\n".join(p.read_text() for p in (
+        CHAINS, WITHDRAWALS, CONFIG / "sweeps.example.toml")))
+    chains = load_chains_config(path)
+    cfg = load_sweeps_if_present(chains, load_withdrawals_if_present(chains, str(path)),
+                                 str(path))
+    assert cfg is not None and cfg.chains() == ["devnet"]
+    eth = cfg.assets[("devnet", "ETH")]
+    assert (eth.hot_min_minor, eth.hot_max_minor, eth.cold_address) == (
+        10**18, 50 * 10**18, chains.chain("devnet").cold_addresses[0])
+    assert load_sweeps_if_present(chains, None, str(CHAINS)) is None

@@ -142,6 +142,31 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", lambda a: (f"/v1/admin/cases/{own_case(a, proposed_by='dave')}/approvals",
                            None),
         (403, 403, 403, 201, 403, 401), money=True),
+    # This app has no [sweeps]: support and admin read (nothing there), an admin's writes are
+    # refused with 409 sweeps_not_configured (tests/api/test_sweeps_api.py has them succeed).
+    "list_sweeps": Endpoint("GET", lambda a: ("/v1/admin/sweeps", None),
+                            (403, 403, 200, 200, 403, 401)),
+    "get_sweep": Endpoint("GET", lambda a: ("/v1/admin/sweeps/1", None),
+                          (403, 403, 404, 404, 403, 401)),
+    "run_sweeper": Endpoint("POST", lambda a: ("/v1/admin/sweeps/run", {"chain": "devnet"}),
+                            (403, 403, 403, 409, 403, 401), money=True),
+    "propose_cold_transfer": Endpoint(
+        "POST", lambda a: ("/v1/admin/cold-transfers", {
+            "chain": "devnet", "asset": "ETH", "amount": "1", "reason": "excess"}),
+        (403, 403, 403, 409, 403, 401), money=True),
+    "decide_cold_transfer": Endpoint(
+        "POST", lambda a: ("/v1/admin/cold-transfers/1/approvals", {"decision": "approve"}),
+        (403, 403, 403, 409, 403, 401), money=True),
+    "list_cold_transfers": Endpoint("GET", lambda a: ("/v1/admin/cold-transfers", None),
+                                    (403, 403, 200, 200, 403, 401)),
+    "get_cold_transfer": Endpoint("GET", lambda a: ("/v1/admin/cold-transfers/1", None),
+                                  (403, 403, 404, 404, 403, 401)),
+    "request_refill": Endpoint(
+        "POST", lambda a: ("/v1/admin/refills", {
+            "chain": "devnet", "asset": "ETH", "amount": "1", "reason": "low"}),
+        (403, 403, 403, 409, 403, 401), money=True),
+    "list_refills": Endpoint("GET", lambda a: ("/v1/admin/refills", None),
+                             (403, 403, 200, 200, 403, 401)),
 }
 
 

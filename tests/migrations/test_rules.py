@@ -121,3 +121,15 @@ def test_state_names_in_the_definitions_are_enum_values() -> None:
     # The withdrawal type list (10), the reserve's states (3), the states the daily total leaves
     # out (5), the deposit events (3) and states (3) that become webhooks.
     assert checked >= 24
+
+
+def test_the_open_cold_transfers_index_leaves_out_exactly_the_terminal_states(
+        owner: Engine) -> None:
+    from sweeps.model import TERMINAL as MOVEMENT_TERMINAL
+
+    with owner.connect() as conn:
+        definition = conn.execute(sa.text(
+            "SELECT pg_get_indexdef(CAST('cold_transfers_one_open' AS regclass))")).scalar_one()
+    assert definition.startswith("CREATE UNIQUE INDEX")
+    assert set(LITERAL.findall(definition.split("WHERE", 1)[1])) == {
+        s.value for s in MOVEMENT_TERMINAL}

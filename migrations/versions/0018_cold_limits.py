@@ -1,0 +1,30 @@
+"""Hot/cold limits: one open cold transfer per (chain, asset), request keys, hot-limit episodes.
+
+Revision ID: 0018_cold_limits
+Revises: 0017_outgoing
+Create Date: 2026-12-02
+"""
+
+# A revision holds tables, columns, constraints, indexes, roles, table grants, data changes,
+# drops and signature changes, in sql/revisions/<revision>.sql. A function, a table's triggers
+# or a view is a definition file (sql/functions/, sql/triggers/, sql/views/), applied after the
+# revisions whenever its text changes: edit that file instead. Then run `make schema`.
+
+from alembic import op
+
+from migrations import run_sql_file
+
+revision = "0018_cold_limits"
+down_revision = "0017_outgoing"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0018_cold_limits.sql")
+
+
+def downgrade() -> None:
+    """Forward-only, as every revision of this schema."""
+    raise NotImplementedError("migrations are forward-only")
