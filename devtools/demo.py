@@ -7,9 +7,10 @@ It starts the embedded PostgreSQL (or uses ``CUSTODY_DATABASE_URL``'s server) wi
 USDC of payout liquidity) and sends it on chain to the empty hot wallet, creates two users,
 deposits ETH to one and USDC to the other, reorgs the USDC deposit out before finality (it
 lands again), mines to finality so both deposits are credited and both fundings booked as
-capital, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), and shows the treasury
-next to the on-chain holdings of all our addresses, each user's balances, the reorged
-deposit's timeline and the signed webhooks a local receiver got.
+capital, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), sweeps both deposit
+addresses to the hot wallet (the USDC after a gas top-up from the hot wallet is final), and
+shows the holdings of all our addresses against custody + treasury, the treasury, each user's
+balances, the reorged deposit's timeline and the signed webhooks a local receiver got.
 The API then stays up (URL, docs URL and a demo API key printed) until Ctrl-C, which stops
 everything the demo started. Each run starts from a fresh database and a fresh chain, so a
 second run works like the first.
@@ -103,10 +104,12 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     from api.outbox import set_endpoint
     from config.chains import parse_chains_config
     from config.database import make_engine
+    from config.sweeps import parse_sweeps_config
     from config.withdrawals import parse_withdrawals_config
-    from devtools.e2e import HOT_KEY_ENV, Scenario, ServerThread, WebhookReceiver
+    from devtools.anvil import DEV_MNEMONIC
+    from devtools.e2e import HOT_KEY_ENV, MNEMONIC_ENV, Scenario, ServerThread, WebhookReceiver
 
-    text = chain.config_toml(confirmations=CONFIRMATIONS)
+    text = chain.config_toml(confirmations=CONFIRMATIONS, sweeps=True)
     path = Path("var/demo/custody.toml")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -115,7 +118,9 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     data = tomllib.loads(text)
     chains = parse_chains_config(data)
     wcfg = parse_withdrawals_config(data, chains)
+    scfg = parse_sweeps_config(data, chains, wcfg)
     os.environ[HOT_KEY_ENV] = chain.hot_key  # a throwaway dev key, read from the environment
+    os.environ[MNEMONIC_ENV] = DEV_MNEMONIC  # the sweeper signs for the deposit addresses
     engine = make_engine(url)
     started.append(engine.dispose)
     key = create_key(engine, "demo", "client").key
@@ -124,9 +129,10 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     started.append(receiver.stop)
     receiver.secret = set_endpoint(engine, "demo", receiver.url).secret
 
-    scheduler = Scheduler(engine, build_jobs(engine, chains, wcfg,
+    scheduler = Scheduler(engine, build_jobs(engine, chains, wcfg, scfg=scfg,
                                              intervals=Intervals.uniform(0.25)))
-    app = create_app(engine, chains, wcfg, lifespans=[scheduler.lifespan()])
+    app = create_app(engine, chains, wcfg, lifespans=[scheduler.lifespan()],
+                     sweeps_config=scfg)
     server = ServerThread(app, port=_port(port))
     started.append(server.stop)
     console.print(f"[green]✓[/] API and scheduler running at {server.url} "
@@ -148,6 +154,7 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
         story = Scenario(http, admin, chain, CONFIRMATIONS, progress=progress, timeout_s=120,
                          cancel=stop)
         story.run()
+        story.sweep_all()
         status.update("waiting for the webhooks to be delivered ...")
         receiver.wait_for(lambda r: "withdrawal.settled" in r.types(), timeout_s=15)
 
@@ -166,6 +173,17 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
 
 
 def _report(console: Console, story: Any, receiver: Any) -> None:
+    holdings = story.holdings()
+    table = Table(title=f"holdings of all our addresses at block {holdings['block_number']} "
+                        f"(final under {holdings['finality']})")
+    for column in ("asset", "on chain", "custody", "treasury", "custody + treasury",
+                   "difference"):
+        table.add_column(column, justify="left" if column == "asset" else "right")
+    for a in holdings["assets"]:
+        table.add_row(a["asset"], a["on_chain"]["decimal"], a["custody"]["decimal"],
+                      a["treasury"]["decimal"], a["custody_plus_treasury"]["decimal"],
+                      a["difference"]["decimal"])
+    console.print(table)
     table = Table(title="treasury (company money) and holdings at the finalized block")
     for column in ("asset", "treasury", "custody", "on chain, all our addresses",
                    "custody + treasury", "difference"):

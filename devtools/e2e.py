@@ -120,6 +120,8 @@ CHAIN = DEV_CHAIN
 DESTINATION = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
 USDC = 10**6
 ETH = 10**18
+#: The environment variable that holds the development mnemonic when the demo sweeps.
+MNEMONIC_ENV = "CUSTODY_DEMO_DEPOSIT_MNEMONIC"
 
 
 @dataclass
@@ -131,15 +133,24 @@ class Devchain:
     hot: str
     hot_key: str
 
-    def config_toml(self, *, confirmations: int, poll_interval_s: float = 0.2) -> str:
-        """The whole configuration file (chains, address source, withdrawals)."""
+    def config_toml(self, *, confirmations: int, poll_interval_s: float = 0.2,
+                    sweeps: bool = False) -> str:
+        """The whole configuration file (chains, address source, withdrawals). ``sweeps``: deposit
+        addresses from the development mnemonic (account 1, read from ``MNEMONIC_ENV``), so the
+        sweeper can sign for them, and a ``[sweeps]`` section; otherwise an xpub source."""
         from devtools.config import dev_config, to_toml
 
         doc = dev_config(rpc_url=self.node.url, token=self.token.address, chain=CHAIN,
                          finality=f"confirmations:{confirmations}", hot_wallet=self.hot,
-                         hot_key_env=HOT_KEY_ENV, xpub=True, chain_options={
+                         hot_key_env=HOT_KEY_ENV, xpub=not sweeps, chain_options={
                              "native_minimum": "0.001", "poll_interval_s": poll_interval_s,
                              "rpc_timeout_ms": 5000})
+        if sweeps:
+            doc["address_sources"] = {"evm": {"kind": "mnemonic", "mnemonic_env": MNEMONIC_ENV,
+                                              "account": 1}}
+            doc["sweeps"] = {"bump_after_s": 600, "assets": [
+                {"chain": CHAIN, "asset": "ETH", "threshold": "0.01"},
+                {"chain": CHAIN, "asset": "USDC", "threshold": "1"}]}
         return ("# Written by the custody demo: a local chain (anvil), ETH and a test USDC token.\n"
                 f"# Finality: confirmations:{confirmations} = the block holding the transfer "
                 "counts as the first\n# confirmation; a deposit is final once head - block + 1 "
@@ -370,6 +381,32 @@ class Scenario:
         # The treasury report reads the chain at the node's finalized block (4 blocks behind
         # with 2 slots per epoch), which the payout's block must reach first.
         node.mine(5)
+
+    def sweep_all(self) -> None:
+        """Wait for the sweeper to move both deposits to the hot wallet: alice's ETH in one
+        transfer of the balance minus its gas; bob's USDC after a gas top-up from the hot wallet
+        is final. Custody does not change; the gas is the company's."""
+        def final() -> bool:
+            items = self.sweeps()
+            return len(items) == 2 and all(s["state"] == "final" for s in items)
+
+        self.wait("the sweeper moves both deposits to the hot wallet (USDC after its gas "
+                  "top-up is final)", final, mine=True)
+        for s in sorted(self.sweeps(), key=lambda s: s["id"]):
+            self.progress(f"swept {s['swept_amount']['decimal']} {s['asset']} from "
+                          f"{s['address']} to the hot wallet (gas {s['gas_paid']['decimal']} "
+                          "ETH, booked as a network fee)")
+        self.chain.node.mine(5)  # The holdings report reads the chain at the final block.
+
+    def sweeps(self) -> list[dict[str, Any]]:
+        """The sweeps of the chain (the admin API's answer)."""
+        return list(self._ok(self.admin.get("/v1/admin/sweeps", params={"chain": CHAIN}))[
+            "items"])
+
+    def holdings(self) -> dict[str, Any]:
+        """The holdings report of the chain (the admin API's answer)."""
+        return dict(self._ok(self.admin.get("/v1/admin/holdings", params={"chain": CHAIN}))[
+            "chains"][0])
 
     def balances(self, name: str) -> list[dict[str, Any]]:
         """A user's balances per asset (the API's answer)."""
