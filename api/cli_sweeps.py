@@ -48,7 +48,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (the API's 
 ChainOption = Annotated[str | None, typer.Option(help="Only this chain.")]
 StateOption = Annotated[str | None, typer.Option(help="Only this state.")]
 AsOption = Annotated[str, typer.Option("--as", help="The admin acting (listed in "
-                                                    "[withdrawals.roles] admins).")]
+                                                    "\\[withdrawals.roles] admins).")]
 KeyOption = Annotated[str | None, typer.Option(help="Request key (default: a new one, printed); "
                                                     "the same key again returns the first "
                                                     "request.")]
