@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from chains.balances import read_balances
@@ -109,6 +110,9 @@ def _dust(address: str, a: SweepAssetConfig, amount: int, gas: int) -> dict[str,
 def plan(engine: Engine, ctx: SweepContext, *, now: datetime, report: StepReport) -> None:
     """Plan the due sweeps of the chain (and new top-ups for sweeps whose top-up failed)."""
     with UnitOfWork(engine) as uow:
+        # One snapshot for every read: a sweep that finishes between two statements must not
+        # make a deposit look swept, or an address look idle, that is not.
+        uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
         records = repo.address_records(uow.conn, ctx.chain.name)
         busy = repo.open_sweep_addresses(uow.conn, ctx.chain.name)
         orphans = [m for m in repo.list_movements(uow.conn, model.Kind.SWEEP,

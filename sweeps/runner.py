@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.engine import Engine
 
+from chains.errors import ChainError
 from chains.model import parse_finality_rule
 from chains.rpc import RpcClient
 from config.chains import ChainsConfig
@@ -103,9 +104,16 @@ def run(engine: Engine, ctx: SweepContext, *, interval_s: float, steps_max: int 
     """Step every ``interval_s`` seconds, ``steps_max`` times (None: until killed)."""
     done = 0
     while steps_max is None or done < steps_max:
-        report = step(engine, ctx, now=datetime.now(UTC))
-        if on_step is not None:
-            on_step(report)
+        try:
+            report = step(engine, ctx, now=datetime.now(UTC))
+        except ChainError as exc:
+            # The node away (or answering nonsense): nothing was decided without it; every
+            # phase is safe to repeat, so the loop waits and steps again.
+            log.warning("sweeper on %s: step abandoned, the node failed: %s", ctx.chain.name,
+                        exc.message)
+        else:
+            if on_step is not None:
+                on_step(report)
         done += 1
         time.sleep(interval_s)
 

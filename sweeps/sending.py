@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
+from chains.balances import read_balances
 from chains.errors import RpcUnavailable
 from chains.evm import decode_receipt_transfers, erc20_transfer_calldata
 from chains.model import FinalityEvidence, FinalityRule
@@ -47,6 +48,7 @@ from config.withdrawals import HotWalletConfig
 from deposits import repository as deposits_repo
 from ledger import chart
 from ledger import service as ledger
+from ledger.errors import AssetNotFound
 from ledger.model import Account, Entry, credit, debit
 from outgoing import chain as outgoing_chain
 from outgoing import repository as outgoing
@@ -233,11 +235,44 @@ def assign(engine: Engine, ctx: SweepContext, kind: Kind, *, now: datetime) -> N
     if not waiting:
         return
     caps = outgoing_chain.fresh_caps(ctx.rpc, ctx.fees)
+    waiting = sorted(waiting, key=lambda w: w.id)
+    if kind is not Kind.SWEEP:
+        waiting = _affordable(ctx, waiting, caps)
     chain_nonces = outgoing_chain.nonces(ctx.rpc, [m.sender for m in waiting])
     each_in_savepoints(
-        engine, sorted(waiting, key=lambda w: w.id),
+        engine, waiting,
         lambda uow, m: _assign_one(uow, ctx, kind, m.id, caps, chain_nonces[m.sender], now),
         _what)
+
+
+def _affordable(ctx: SweepContext, waiting: list[Movement], caps: FeeCaps) -> list[Movement]:
+    """Of the hot wallet's top-ups and cold transfers waiting for a nonce (in order), those it
+    can pay at the latest block, value and whole gas limit at the fee cap, each on top of the
+    ones before it. A nonce handed to a transaction the node refuses would block every later
+    transaction of the wallet, withdrawals included: the others wait, logged, unsigned and
+    with no nonce taken, and go on by themselves once the wallet is funded."""
+    if not waiting:
+        return []
+    hot = waiting[0].sender
+    tokens = sorted({str(m.data["token"]) for m in waiting if m.data.get("token")})
+    balances = read_balances(ctx.rpc, ctx.rpc.block_number(), [hot], tokens)
+    native = balances.native_minor[hot]
+    held = {t: balances.tokens_minor[(hot, t)] for t in tokens}
+    found = []
+    for m in waiting:
+        token = m.data.get("token")
+        gas = m.gas_limit * caps.max_fee_per_gas
+        value = 0 if token else m.amount("amount")
+        if m.sender != hot or native < value + gas or (token and held[token] < m.amount("amount")):
+            log.warning("%s waits: the hot wallet %s cannot pay it now (holds %s wei%s)",
+                        _what(m), m.sender, native,
+                        f", {held[token]} of {token}" if token else "")
+            continue
+        native -= value + gas
+        if token:
+            held[token] -= m.amount("amount")
+        found.append(m)
+    return found
 
 
 def _assign_one(uow: UnitOfWork, ctx: SweepContext, kind: Kind, movement_id: int,
@@ -579,7 +614,14 @@ def ensure_gas_accounts(engine: Engine, ctx: SweepContext) -> None:
     committed transaction of their own, so that the gas entries of a step reuse them (an
     account opened inside a chunk that rolled back would not exist)."""
     if ctx.gas_accounts is None:
-        ctx.gas_accounts = run_in_transaction(engine, lambda uow: _open_gas_accounts(uow, ctx))
+        try:
+            ctx.gas_accounts = run_in_transaction(engine,
+                                                  lambda uow: _open_gas_accounts(uow, ctx))
+        except AssetNotFound:
+            # Nothing of the native asset is booked yet (the treasury's funding is not final):
+            # each gas entry then waits in its savepoint and is booked by a later step.
+            log.info("%s: no %s in the ledger yet; gas entries wait", ctx.chain.name,
+                     ctx.chain.native_asset)
 
 
 def _final(uow: UnitOfWork, ctx: SweepContext, m: Movement, attempt: Attempt,
