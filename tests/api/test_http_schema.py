@@ -28,8 +28,16 @@ REQUESTS_MIN = 1_000
 EXAMPLES_PER_MODE = 45
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
+#: Operations that read a node: the test app's chain has none, so an allowed caller gets the
+#: documented 503 (checked against the schema like every other answer, only not as a 5xx).
+READS_A_NODE = frozenset({"GET /v1/admin/holdings"})
 ROOMY = RateLimits({s: RateLimit(100_000, 60) for s in ("client", "support", "admin",
                                                         "approver")})
+
+
+def checks_for(label: str) -> list[Any]:
+    """The checks of an operation: all of them, but a 503 is no failure where a node is read."""
+    return [c for c in CHECKS if label not in READS_A_NODE or c is not not_a_server_error]
 
 
 @pytest.mark.slow
@@ -54,7 +62,8 @@ def test_generated_requests_get_documented_answers_and_no_5xx(engine: Engine) ->
                 def run(case: Case[Any]) -> None:
                     nonlocal sent
                     sent += 1
-                    case.call_and_validate(headers=api.headers(next(callers)), checks=CHECKS)
+                    case.call_and_validate(headers=api.headers(next(callers)),
+                                           checks=checks_for(case.operation.label))
 
                 try:
                     run()
