@@ -114,11 +114,13 @@ def test_two_sweeper_processes_take_turns_and_sweep_each_address_once(
     due = _deposit_all(rig)
     config = rig.write_config(tmp_path / "custody.toml")
     names = ("sweeper-a", "sweeper-b")
-    sweepers = [SweeperProcess({**rig.process_env(database_url, config),
-                                "CUSTODY_DATABASE_URL": _named(database_url, n)},
-                               interval_s=0.02) for n in names]
+    sweepers: list[SweeperProcess] = []
     holders: set[str] = set()
     try:
+        for name in names:
+            sweepers.append(SweeperProcess({**rig.process_env(database_url, config),
+                                            "CUSTODY_DATABASE_URL": _named(database_url, name)},
+                                           interval_s=0.02))
         for sweeper in sweepers:
             sweeper.wait_ready()
         deadline = time.monotonic() + 120

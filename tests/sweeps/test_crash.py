@@ -48,13 +48,15 @@ def _deposits(rig: SweepRig, rng: random.Random) -> list[tuple[str, str | None, 
 
 def _run_until_killed(rig: SweepRig, sweeper: SweeperProcess, rng: random.Random) -> None:
     """Mine and watch while the sweeper works, then kill it at a random moment."""
-    sweeper.wait_ready()
-    deadline = time.monotonic() + rng.uniform(0.0, 1.8)
-    while time.monotonic() < deadline:
-        rig.node.mine(1)
-        rig.watch()
-        time.sleep(0.01)
-    sweeper.kill()
+    try:
+        sweeper.wait_ready()
+        deadline = time.monotonic() + rng.uniform(0.0, 1.8)
+        while time.monotonic() < deadline:
+            rig.node.mine(1)
+            rig.watch()
+            time.sleep(0.01)
+    finally:
+        sweeper.kill()
 
 
 def _in_flight(rig: SweepRig) -> Counter[str]:
