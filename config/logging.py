@@ -234,6 +234,8 @@ def formatter_for(fmt: str) -> logging.Formatter:
 
 
 _HANDLER_NAME = "custody"
+QUIET_LIBRARIES = ("sqlalchemy", "httpx", "httpcore", "apscheduler", "urllib3", "web3",
+                   "asyncio", "multipart")
 
 
 def setup_logging(fmt: str | None = None, *, level: str | None = None,
@@ -253,5 +255,9 @@ def setup_logging(fmt: str | None = None, *, level: str | None = None,
     # Our own lines say what a request did (with its id); uvicorn's access line would repeat
     # each request without it.
     logging.getLogger("uvicorn.access").disabled = True
+    # Libraries that log every statement, request or job run at INFO (SQLAlchemy's statements
+    # and their parameters, httpx's requests, APScheduler's runs): their warnings only.
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     register_environment_secrets()
     return handler
