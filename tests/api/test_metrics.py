@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from api.app import create_app
 from api.auth import create_key
 from api.metrics import PROBE_TIMEOUT_MS, NodeProbes
+from api.routes.deps import utc_now
 from config.chains import ChainsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
@@ -100,7 +101,7 @@ def serving(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | None
             probes: NodeProbes | None = None) -> Iterator[tuple[httpx.Client, dict[str, str]]]:
     """The app on these configurations, a support key's headers."""
     open_book(engine)
-    app = create_app(engine, chains, wcfg, **({"clock": clock} if clock else {}))
+    app = create_app(engine, chains, wcfg, clock=clock or utc_now)
     if probes is not None:
         app.state.node_probes = probes
     server = Server(app)
