@@ -3,8 +3,9 @@
 ``verify`` returns discrepancies as data (it never raises for a finding): trial balance per
 asset, stored balance = replay (balance and version), flags respected, custody = customer
 liabilities per asset, every transaction balanced and non-empty, reversals and closings within
-their originals, checkpoint digests intact. It replays from the newest verified checkpoint, or
-from the first posting with ``full=True``.
+their originals, checkpoint digests intact, the seal chain recomputed (``ledger.seals``: after
+the seal the checkpoint recorded, or from the first seal with ``full=True``). It replays from
+the newest verified checkpoint, or from the first posting with ``full=True``.
 
 ``rebuild_balances`` recomputes the projection account by account under the same row locks the
 post function takes, so it is safe while postings continue (no lost update).
@@ -66,6 +67,10 @@ def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
                         "checkpoint_digest", f"checkpoint {base.id}", base.digest, digest
                     )
                 )
+        # Imported here: ledger.seals imports Discrepancy from this module.
+        from ledger.seals import verify_seals
+
+        found += verify_seals(conn, base).discrepancies
         states = repo.account_states(conn, base)
         found += _account_findings(states)
         lo = base.through_posting_id if base else 0
