@@ -57,14 +57,16 @@ def db_upgrade() -> None:
 @friendly
 def verify(
     full: Annotated[
-        bool, typer.Option(help="Replay from the first posting, not the checkpoint.")
+        bool, typer.Option(help="Replay from the first posting and the first seal, not the "
+                                "checkpoint.")
     ] = False,
 ) -> None:
     """Check the ledger's integrity; exit 1 and name what drifted if anything did.
 
     Checks: trial balance per asset, stored balances = replayed postings, account flags,
     custody = customer liabilities per asset, every transaction balanced and non-empty,
-    reversals within their originals, checkpoint digest.
+    reversals within their originals, checkpoint digest, the seal chain (after the seal the
+    checkpoint recorded; --full: from the first seal).
     """
     from config.database import get_engine
     from ledger.integrity import verify as run_verify
@@ -215,6 +217,10 @@ app.add_typer(holdings_cli)  # holdings
 from api.cli_sweeps import sweeps_cli  # noqa: E402
 
 app.add_typer(sweeps_cli)  # sweeps list/show/run, cold propose/approve/reject/list/show, refills
+
+from api.cli_seal import seal_app  # noqa: E402
+
+app.add_typer(seal_app, name="seal")  # seal export/run/verify
 
 
 def main() -> None:  # pragma: no cover - console entry point
