@@ -129,7 +129,7 @@ def transaction_facts(
         "  FROM ledger_postings p JOIN accounts a ON a.id = p.account_id"
         "  JOIN assets s ON s.id = p.asset_id"
         " WHERE p.transaction_id BETWEEN :lo AND :hi ORDER BY p.transaction_id, p.id"
-    ), {"lo": lo, "hi": txs[-1][0]}):
+    ), {"lo": lo, "hi": txs[-1][0]}).all():
         bucket = postings.get(row[0])
         if bucket is not None:
             bucket.append(PostingFacts(row[1], row[2], row[3], row[4], row[5], to_int(row[6]),

@@ -88,14 +88,14 @@ class TestCanonicalForm:
         tx = EXAMPLE[2]
         p = tx.postings[0]
         variants = [
-            replace(tx, id=4), replace(tx, idempotency_key="k"), replace(tx, fingerprint="f"),
-            replace(tx, kind="k"), replace(tx, reference="r"), replace(tx, reason=None),
-            replace(tx, source="s"), replace(tx, reverses_transaction_id=2),
-            replace(tx, out_of_period=True),
-            replace(tx, effective_at=T + timedelta(microseconds=1)),
-            replace(tx, recorded_at=R), replace(tx, postings=tx.postings[:1]),
-            replace(tx, postings=tx.postings[::-1]),
-        ] + [replace(tx, postings=(replace(p, **change), tx.postings[1])) for change in (
+            tx._replace(id=4), tx._replace(idempotency_key="k"), tx._replace(fingerprint="f"),
+            tx._replace(kind="k"), tx._replace(reference="r"), tx._replace(reason=None),
+            tx._replace(source="s"), tx._replace(reverses_transaction_id=2),
+            tx._replace(out_of_period=True),
+            tx._replace(effective_at=T + timedelta(microseconds=1)),
+            tx._replace(recorded_at=R), tx._replace(postings=tx.postings[:1]),
+            tx._replace(postings=tx.postings[::-1]),
+        ] + [tx._replace(postings=(p._replace(**change), tx.postings[1])) for change in (
             {"id": 9}, {"line_no": 3}, {"account_id": 9}, {"account_code": "x"},
             {"asset_code": "ETH"}, {"amount_minor": 30000001}, {"closes_posting_id": 1},
             {"reverses_posting_id": None})]
@@ -109,13 +109,13 @@ class TestCanonicalForm:
             sealing.format_time(datetime(2026, 11, 1))  # noqa: DTZ001 - naive on purpose
 
     def test_text_is_utf8_and_escaped_as_jcs(self) -> None:
-        tx = replace(EXAMPLE[0], reason='Zürich "\n\x01', postings=())
+        tx = EXAMPLE[0]._replace(reason='Zürich "\n\x01', postings=())
         assert b'"reason":"Z\xc3\xbcrich \\"\\n\\u0001"' in sealing.canonical_transaction(tx)
 
     def test_amounts_beyond_64_bits_are_exact(self) -> None:
         big = 2**126 + 1
-        p = replace(EXAMPLE[0].postings[0], amount_minor=-big)
-        tx = replace(EXAMPLE[0], postings=(p,))
+        p = EXAMPLE[0].postings[0]._replace(amount_minor=-big)
+        tx = EXAMPLE[0]._replace(postings=(p,))
         assert f'"amount":"-{big}"'.encode() in sealing.canonical_transaction(tx)
 
 
@@ -158,14 +158,14 @@ class TestDiagnose:
         s = self._sealed()
         ids, prefixes = s.transaction_ids, s.leaf_prefixes
         assert sealing.diagnose(ids, prefixes, EXAMPLE) == []
-        changed = [EXAMPLE[0], replace(EXAMPLE[1], reason="x"), EXAMPLE[2]]
+        changed = [EXAMPLE[0], EXAMPLE[1]._replace(reason="x"), EXAMPLE[2]]
         assert sealing.diagnose(ids, prefixes, changed) == [sealing.SealFinding("changed", (2,))]
         assert sealing.diagnose(ids, prefixes, [EXAMPLE[0], EXAMPLE[2]]) == [
             sealing.SealFinding("missing", (2,))]
-        extra = replace(EXAMPLE[0], id=9)
+        extra = EXAMPLE[0]._replace(id=9)
         assert sealing.diagnose(ids, prefixes, [*EXAMPLE, extra]) == [
             sealing.SealFinding("inserted", (9,))]
-        swapped = [replace(EXAMPLE[1], id=1), replace(EXAMPLE[0], id=2), EXAMPLE[2]]
+        swapped = [EXAMPLE[1]._replace(id=1), EXAMPLE[0]._replace(id=2), EXAMPLE[2]]
         assert sealing.diagnose(ids, prefixes, swapped) == [
             sealing.SealFinding("reordered", (1, 2))]
 
