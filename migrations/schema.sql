@@ -2084,7 +2084,11 @@ CREATE TABLE public.balance_checkpoints (
     verified boolean NOT NULL,
     accounts_count integer NOT NULL,
     digest text NOT NULL,
-    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text))
+    seal_id bigint,
+    seal_hash text,
+    CONSTRAINT balance_checkpoints_check CHECK (((seal_id IS NULL) = (seal_hash IS NULL))),
+    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT balance_checkpoints_seal_hash_check CHECK ((seal_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
 
@@ -2095,6 +2099,13 @@ ALTER TABLE public.balance_checkpoints OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.balance_checkpoints IS 'Balances of every account covering all postings with id <= through_posting_id; verified when the replay that produced it agreed with the stored balances.';
+
+
+--
+-- Name: COLUMN balance_checkpoints.seal_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.balance_checkpoints.seal_id IS 'The newest ledger seal when the checkpoint was taken (NULL: none yet); seal_hash is its hash, so that changing that seal row afterwards is detected.';
 
 
 --
@@ -3017,6 +3028,78 @@ ALTER SEQUENCE public.ledger_postings_id_seq OWNER TO CURRENT_USER;
 --
 
 ALTER SEQUENCE public.ledger_postings_id_seq OWNED BY public.ledger_postings.id;
+
+
+--
+-- Name: ledger_seals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_seals (
+    id bigint NOT NULL,
+    from_transaction_id bigint NOT NULL,
+    through_transaction_id bigint NOT NULL,
+    transactions_count integer NOT NULL,
+    postings_count integer NOT NULL,
+    merkle_root text NOT NULL,
+    previous_hash text NOT NULL,
+    seal_hash text NOT NULL,
+    sealed_at timestamp with time zone NOT NULL,
+    transaction_ids bigint[] NOT NULL,
+    leaf_prefixes bytea NOT NULL,
+    CONSTRAINT ledger_seals_check CHECK ((through_transaction_id >= from_transaction_id)),
+    CONSTRAINT ledger_seals_check1 CHECK ((cardinality(transaction_ids) = transactions_count)),
+    CONSTRAINT ledger_seals_check2 CHECK ((length(leaf_prefixes) = (8 * transactions_count))),
+    CONSTRAINT ledger_seals_from_transaction_id_check CHECK ((from_transaction_id >= 1)),
+    CONSTRAINT ledger_seals_merkle_root_check CHECK ((merkle_root ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_postings_count_check CHECK ((postings_count >= 0)),
+    CONSTRAINT ledger_seals_previous_hash_check CHECK ((previous_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_seal_hash_check CHECK ((seal_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_transactions_count_check CHECK ((transactions_count >= 1))
+);
+
+
+ALTER TABLE public.ledger_seals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE ledger_seals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.ledger_seals IS 'Tamper evidence: each seal covers every ledger transaction with id in [from_transaction_id, through_transaction_id] (the range after the previous seal), with a Merkle root over their canonical form and seal_hash = SHA-256 over the previous seal''s hash, the range, the counts, the root and sealed_at (docs/sealing.md). Append-only.';
+
+
+--
+-- Name: COLUMN ledger_seals.transaction_ids; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_seals.transaction_ids IS 'The ids of the sealed transactions in order: lets verify name a missing or inserted transaction. Diagnostic only: not covered by seal_hash (the root already is).';
+
+
+--
+-- Name: COLUMN ledger_seals.leaf_prefixes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_seals.leaf_prefixes IS 'The first 8 bytes of each leaf hash, in the order of transaction_ids: lets verify name a changed or reordered transaction. Diagnostic only, like transaction_ids.';
+
+
+--
+-- Name: ledger_seals_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_seals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_seals_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_seals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_seals_id_seq OWNED BY public.ledger_seals.id;
 
 
 --
@@ -4131,6 +4214,13 @@ ALTER TABLE ONLY public.ledger_postings ALTER COLUMN id SET DEFAULT nextval('pub
 
 
 --
+-- Name: ledger_seals id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals ALTER COLUMN id SET DEFAULT nextval('public.ledger_seals_id_seq'::regclass);
+
+
+--
 -- Name: ledger_transactions id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4609,6 +4699,38 @@ ALTER TABLE ONLY public.ledger_postings
 
 ALTER TABLE ONLY public.ledger_postings
     ADD CONSTRAINT ledger_postings_transaction_id_line_no_key UNIQUE (transaction_id, line_no);
+
+
+--
+-- Name: ledger_seals ledger_seals_from_transaction_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_from_transaction_id_key UNIQUE (from_transaction_id);
+
+
+--
+-- Name: ledger_seals ledger_seals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_seals ledger_seals_previous_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_previous_hash_key UNIQUE (previous_hash);
+
+
+--
+-- Name: ledger_seals ledger_seals_seal_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_seal_hash_key UNIQUE (seal_hash);
 
 
 --
@@ -5486,6 +5608,20 @@ CREATE TRIGGER ledger_postings_no_truncate BEFORE TRUNCATE ON public.ledger_post
 
 
 --
+-- Name: ledger_seals ledger_seals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_seals_append_only BEFORE DELETE OR UPDATE ON public.ledger_seals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_seals ledger_seals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_seals_no_truncate BEFORE TRUNCATE ON public.ledger_seals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: ledger_transactions ledger_transaction_balanced; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5807,6 +5943,14 @@ ALTER TABLE ONLY public.balance_checkpoint_entries
 
 ALTER TABLE ONLY public.balance_checkpoint_entries
     ADD CONSTRAINT balance_checkpoint_entries_checkpoint_id_fkey FOREIGN KEY (checkpoint_id) REFERENCES public.balance_checkpoints(id);
+
+
+--
+-- Name: balance_checkpoints balance_checkpoints_seal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoints
+    ADD CONSTRAINT balance_checkpoints_seal_id_fkey FOREIGN KEY (seal_id) REFERENCES public.ledger_seals(id);
 
 
 --
@@ -6560,6 +6704,20 @@ GRANT SELECT ON TABLE public.ledger_postings TO custody_withdrawal_writer;
 
 GRANT SELECT,USAGE ON SEQUENCE public.ledger_postings_id_seq TO custody_app;
 GRANT USAGE ON SEQUENCE public.ledger_postings_id_seq TO custody_ledger_writer;
+
+
+--
+-- Name: TABLE ledger_seals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_seals TO custody_app;
+
+
+--
+-- Name: SEQUENCE ledger_seals_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_seals_id_seq TO custody_app;
 
 
 --
