@@ -81,9 +81,10 @@ def lock_sealer(conn: Connection) -> None:
 
 
 def newest_seal(conn: Connection) -> SealRecord | None:
-    """The seal with the highest range, or None before the first."""
+    """The seal with the highest range, or None before the first (by its start: the unique
+    index on from_transaction_id answers it whatever the number of seals)."""
     row = conn.execute(sa.text(
-        f"SELECT {_SEAL_COLUMNS} FROM ledger_seals ORDER BY through_transaction_id DESC LIMIT 1"
+        f"SELECT {_SEAL_COLUMNS} FROM ledger_seals ORDER BY from_transaction_id DESC LIMIT 1"
     )).first()
     return _record(row) if row else None
 
@@ -162,7 +163,7 @@ def insert_seal(conn: Connection, seal: SealContent) -> SealRecord:
 def newest_seal_link(conn: Connection) -> tuple[int, str] | None:
     """(id, hash) of the newest seal, for a checkpoint to record."""
     row = conn.execute(sa.text(
-        "SELECT id, seal_hash FROM ledger_seals ORDER BY through_transaction_id DESC LIMIT 1"
+        "SELECT id, seal_hash FROM ledger_seals ORDER BY from_transaction_id DESC LIMIT 1"
     )).first()
     return (row[0], row[1]) if row else None
 
