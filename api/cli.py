@@ -205,6 +205,7 @@ from api.cli_api import api_cli  # noqa: E402
 from api.cli_config import config_app  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
 from api.cli_holdings import holdings_cli  # noqa: E402
+from api.cli_reconcile import reconcile_cli  # noqa: E402  (also cases list/show)
 from api.cli_service import service_cli  # noqa: E402
 from api.cli_treasury import treasury_cli  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
@@ -215,8 +216,9 @@ app.add_typer(withdrawals_app, name="withdrawals")  # open, process
 app.add_typer(api_cli)  # keys create, api
 app.add_typer(service_cli)  # serve, worker, webhooks, demo
 app.add_typer(config_app, name="config")  # check
-app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases list/resolve/approve
+app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases resolve/approve
 app.add_typer(holdings_cli)  # holdings
+app.add_typer(reconcile_cli)  # reconcile ledger/histories/aging
 
 from api.cli_sweeps import sweeps_cli  # noqa: E402
 
