@@ -24,6 +24,30 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 period_app = typer.Typer(help="Accounting periods.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(period_app, name="period")
+#: The commands that run the engine: their logs (JSON lines on stderr) are at INFO; the other
+#: commands log warnings only (they report on stdout themselves).
+SERVICE_COMMANDS = frozenset({"serve", "api", "worker", "watch"})
+
+
+@app.callback()
+def _logging(
+    ctx: typer.Context,
+    log_format: Annotated[str | None, typer.Option(
+        "--log-format", help="Log lines on stderr: json (one object per line, the default) or "
+                             "text (for humans); also $CUSTODY_LOG_FORMAT.")] = None,
+) -> None:
+    """Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL."""
+    import os
+
+    from config.logging import FORMAT_ENV, FORMATS, LEVEL_ENV, setup_logging
+
+    if log_format is not None and log_format not in FORMATS:
+        raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--log-format")
+    if log_format is not None:
+        os.environ[FORMAT_ENV] = log_format  # Read again by `custody api --workers N`'s workers.
+    level = os.environ.get(LEVEL_ENV) or (
+        "INFO" if ctx.invoked_subcommand in SERVICE_COMMANDS else "WARNING")
+    setup_logging(log_format, level=level)
 
 
 

@@ -53,6 +53,7 @@ from api import outbox
 from api.repository import jobs as repo
 from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
+from config.logging import correlated, new_correlation_id, register_configured_secrets
 from config.reconcile import ReconcileConfig
 from config.sweeps import SweepsConfig
 from config.uow import UnitOfWork
@@ -128,8 +129,12 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             return False
         started = datetime.now(UTC)
         outcome, detail = "ok", None
+        # A fresh correlation id per step: every line it writes, the ledger's ``posted`` lines
+        # with their transaction ids included, carries it and the job's name.
+        step_id = new_correlation_id()
         try:
-            job.step(now or started)
+            with correlated(step_id, job=job.name):
+                job.step(now or started)
         except ChainRefused as exc:
             # Reported once, loudly, by the chain's gate; every later run only records it.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
@@ -139,12 +144,14 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             # .InvariantBroken): they land below. The withdrawal processor never lets one
             # escape its step: it holds the withdrawal concerned and raises an alert.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
-            log.warning("job %s: %s", job.name, detail)
+            log.warning("job %s: %s", job.name, detail,
+                        extra={"job": job.name, "correlation_id": step_id, "code": exc.code})
         except Exception as exc:
             # A programmer error or a broken invariant: loud, logged with its traceback and
             # recorded, so operations see it; the job keeps its schedule.
             outcome, detail = "error", f"{type(exc).__name__}: {exc}"[:2000]
-            log.exception("job %s failed", job.name)
+            log.exception("job %s failed", job.name,
+                          extra={"job": job.name, "correlation_id": step_id})
         finally:
             try:
                 repo.insert_run(conn, job=job.name, worker=WORKER, started_at=started,
@@ -190,7 +197,10 @@ def reconcile(engine: Engine, now: datetime) -> None:
         outbox.raise_alert(uow.conn, "ledger_drift", "\n".join(findings), {
             "findings": [{"kind": d.kind, "subject": d.subject, "expected": d.expected,
                           "observed": d.observed} for d in report.discrepancies[:100]],
-            "count": len(findings), "detected_at": now.isoformat()})
+            "count": len(findings), "detected_at": now.isoformat(),
+            "next": "run custody verify to see each finding; stored balances off the postings: "
+                    "custody rebuild-balances; postings wrong: a correcting transaction "
+                    "(custody reverse TXID ...) referencing the finding"})
         record_and_alert(uow, ledger_check.CHECK, cases, now)
         uow.commit()
     raise LedgerDrift(f"{len(findings)} findings: {'; '.join(findings[:5])}")
@@ -249,6 +259,11 @@ def last_runs(uow: UnitOfWork) -> list[LastRun]:
             for job, finished_at, outcome, detail in repo.last_runs(uow.conn)]
 
 
+def last_successes(uow: UnitOfWork) -> dict[str, datetime]:
+    """When the newest successful run of each job ended (the run log keeps it: ``cleanup``)."""
+    return dict(repo.last_successes(uow.conn))
+
+
 def drift_findings(runs: Sequence[LastRun]) -> int | None:
     """Findings of the newest reconciliation (0: clean), None when it has not run."""
     for run in runs:
@@ -285,7 +300,10 @@ def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
             row = item.row
             outbox.raise_alert(uow.conn, "withdrawal_overdue", f"{row.withdrawal_id}", {
                 "withdrawal_id": str(row.withdrawal_id), "age_s": int(item.age_s),
-                "sla_s": cfg.open_item_sla_s})
+                "sla_s": cfg.open_item_sla_s, "state": row.state,
+                "next": f"custody withdrawal show {row.withdrawal_id}: find why it has not "
+                        "settled (an unknown outcome goes down the ladder, never released on "
+                        "a timer)"})
         uow.commit()
 
 
@@ -300,6 +318,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
     if rcfg is None:
         rcfg = ReconcileConfig(**({"reserve_sla_s": wcfg.open_item_sla_s} if wcfg else {}))
     aging_cfg = rcfg
+    # The secrets this deployment's configuration names never reach a log line.
+    register_configured_secrets([chains, wcfg, scfg], environ)
     jobs = [
         Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
         Job("ledger.reconcile", iv.reconcile_s, lambda now: reconcile(engine, now)),
@@ -519,7 +539,10 @@ def report_mismatch(engine: Engine, report: ProbeReport, now: datetime) -> None:
         outbox.raise_alert(uow.conn, "config_mismatch", f"{report.chain}:" + "\n".join(lines), {
             "chain": report.chain, "detected_at": now.isoformat(),
             "mismatches": [{"field": f.field, "configured": f.configured,
-                            "observed": f.observed} for f in report.mismatches]})
+                            "observed": f.observed} for f in report.mismatches],
+            "next": f"fix chain {report.chain} in the configuration file (or its node's URL), "
+                    "check it with custody config check, then restart: the chain's jobs stay "
+                    "refused until then"})
         uow.commit()
 
 
@@ -604,6 +627,12 @@ class Scheduler:
     def _run(self, job: Job) -> None:
         run_locked(self.engine, job, stats=self.stats)
 
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler is started and its thread alive (``/readyz``)."""
+        thread = getattr(self._scheduler, "_thread", None)
+        return bool(self._scheduler.running and thread is not None and thread.is_alive())
+
     def start(self) -> None:
         """Start running jobs in background threads."""
         self._scheduler.start()
@@ -622,6 +651,7 @@ class Scheduler:
         async def hook(app: FastAPI) -> AsyncIterator[None]:
             import asyncio
 
+            app.state.scheduler = self  # what /readyz checks
             self.start()
             try:
                 yield
