@@ -57,14 +57,18 @@ def db_upgrade() -> None:
 @friendly
 def verify(
     full: Annotated[
-        bool, typer.Option(help="Replay from the first posting, not the checkpoint.")
+        bool,
+        typer.Option(help="Check every posting, not only those after the newest checkpoint."),
     ] = False,
 ) -> None:
     """Check the ledger's integrity; exit 1 and name what drifted if anything did.
 
     Checks: trial balance per asset, stored balances = replayed postings, account flags,
-    custody = customer liabilities per asset, every transaction balanced and non-empty,
-    reversals within their originals, checkpoint digest.
+    custody = customer liabilities per asset, every transaction balanced per asset and
+    non-empty, every posting on an existing account of its asset and in an existing
+    transaction, reversals within their originals, checkpoint digest. Without --full, the
+    replay, the balance per transaction and the posting checks read only the postings after
+    the newest verified checkpoint; run --full after any superuser access to the database.
     """
     from config.database import get_engine
     from ledger.integrity import verify as run_verify

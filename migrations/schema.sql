@@ -850,6 +850,46 @@ $$;
 ALTER FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) OWNER TO custody_ledger_writer;
 
 --
+-- Name: ledger_postings_account_and_transaction(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_postings_account_and_transaction() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad record;
+BEGIN
+  -- One primary-key lookup per posting in accounts and in ledger_transactions (scalar
+  -- subqueries, so that a plan cached while the tables were small never becomes a scan).
+  SELECT n.account_id, n.asset_id, n.transaction_id,
+         (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) AS account_asset,
+         EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = n.transaction_id) AS has_txn
+    INTO bad
+    FROM new_rows n
+   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id)
+           IS DISTINCT FROM n.asset_id
+      OR NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = n.transaction_id)
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF NOT bad.has_txn THEN
+    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', bad.transaction_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  IF bad.account_asset IS NULL THEN
+    RAISE EXCEPTION 'posting on account %, which does not exist', bad.account_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RAISE EXCEPTION 'posting on account % in asset %: the account is in asset %', bad.account_id,
+    bad.asset_id, bad.account_asset USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_postings_account_and_transaction() OWNER TO CURRENT_USER;
+
+--
 -- Name: ledger_postings_after_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -858,39 +898,24 @@ CREATE FUNCTION public.ledger_postings_after_insert() RETURNS trigger
     AS $$
 DECLARE
   bad_txn bigint;
-  missing_txn bigint;
   has_refs boolean;
   orig record;
   bad record;
 BEGIN
-  -- Each posting's account exists in the posting's asset (was a composite foreign key).
-  SELECT n.account_id, n.asset_id INTO bad
-    FROM new_rows n
-   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting on account % in asset %: no such account in that asset',
-      bad.account_id, bad.asset_id USING ERRCODE = 'foreign_key_violation';
-  END IF;
-
   -- A committed transaction is closed: postings can only be written by the database
   -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
   -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
-  -- thinks of the transition table's size. A transaction that does not exist: was a foreign key.
+  -- thinks of the transition table's size. (That each posting's account exists in its asset
+  -- and its transaction exists, ledger_postings_account_and_transaction checked, above.)
   SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
-         min(d.transaction_id) FILTER (WHERE d.txn_xmin IS NULL),
          bool_or(d.refs)
-    INTO bad_txn, missing_txn, has_refs
+    INTO bad_txn, has_refs
     FROM (SELECT n.transaction_id,
                  bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
                    AS refs,
                  (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
                    AS txn_xmin
             FROM new_rows n GROUP BY n.transaction_id) d;
-  IF missing_txn IS NOT NULL THEN
-    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', missing_txn
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
   IF bad_txn IS NOT NULL THEN
     RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
       USING ERRCODE = 'check_violation';
@@ -5426,6 +5451,13 @@ CREATE TRIGGER ledger_periods_no_truncate BEFORE TRUNCATE ON public.ledger_perio
 
 
 --
+-- Name: ledger_postings ledger_postings_account_and_transaction; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_postings_account_and_transaction AFTER INSERT ON public.ledger_postings REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_postings_account_and_transaction();
+
+
+--
 -- Name: ledger_postings ledger_postings_after_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6192,6 +6224,7 @@ GRANT SELECT,UPDATE ON TABLE public.account_balances TO custody_ledger_writer;
 
 GRANT SELECT,INSERT ON TABLE public.accounts TO custody_app;
 GRANT SELECT ON TABLE public.accounts TO custody_withdrawal_writer;
+GRANT SELECT ON TABLE public.accounts TO custody_ledger_writer;
 
 
 --

@@ -27,6 +27,7 @@ from ledger.repository.accounts import (
 )
 from ledger.repository.balances import balances_at, stored_balances, stored_balances_by_code
 from ledger.repository.checkpoints import (
+    BEFORE_FIRST_POSTING,
     CheckpointRecord,
     checkpoint_digest,
     insert_checkpoint,
@@ -37,10 +38,12 @@ from ledger.repository.checkpoints import (
 from ledger.repository.common import snapshot, to_int
 from ledger.repository.integrity import (
     AccountState,
+    PostingFault,
     account_ids,
     account_states,
     lock_balances_for_rebuild,
     over_consumed_postings,
+    posting_faults,
     replay_accounts,
     set_balances,
     transactions_without_postings,
@@ -76,12 +79,14 @@ from ledger.repository.transactions import (
 )
 
 __all__ = [
+    "BEFORE_FIRST_POSTING",
     "AccountState",
     "CheckpointRecord",
     "OneParams",
     "PeriodProposalRecord",
     "PeriodRecord",
     "PostArrays",
+    "PostingFault",
     "PostingRecord",
     "StatementRow",
     "TransactionRecord",
@@ -112,6 +117,7 @@ __all__ = [
     "post_batch_alone",
     "post_one",
     "post_one_alone",
+    "posting_faults",
     "posting_watermark",
     "postings_after",
     "replay_accounts",

@@ -80,6 +80,11 @@ _DIGEST_SQL = (
 
 _NO_LIMIT = 2**62
 
+#: The lower bound (exclusive) of a replay from no checkpoint: below every bigint posting id,
+#: so that the replay covers postings whose id is 0 or negative too (no writer but a superuser
+#: can give a posting its id; verify must still count such a row).
+BEFORE_FIRST_POSTING = -(2**63)
+
 
 def replay_params(
     checkpoint: CheckpointRecord | None, hi: int | None = None, ids: Sequence[int] | None = None
@@ -87,7 +92,7 @@ def replay_params(
     """Parameters of the replay query for a base checkpoint and an upper posting id."""
     return {
         "cp": checkpoint.id if checkpoint else 0,
-        "lo": checkpoint.through_posting_id if checkpoint else 0,
+        "lo": checkpoint.through_posting_id if checkpoint else BEFORE_FIRST_POSTING,
         "hi": _NO_LIMIT if hi is None else hi,
         "ids": list(ids) if ids is not None else None,
     }
