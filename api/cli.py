@@ -58,7 +58,8 @@ def db_upgrade() -> None:
 def verify(
     full: Annotated[
         bool,
-        typer.Option(help="Check every posting, not only those after the newest checkpoint."),
+        typer.Option(help="Check every posting and every seal, not only those after the newest "
+                          "checkpoint."),
     ] = False,
 ) -> None:
     """Check the ledger's integrity; exit 1 and name what drifted if anything did.
@@ -66,9 +67,10 @@ def verify(
     Checks: trial balance per asset, stored balances = replayed postings, account flags,
     custody = customer liabilities per asset, every transaction balanced per asset and
     non-empty, every posting on an existing account of its asset and in an existing
-    transaction, reversals within their originals, checkpoint digest. Without --full, the
-    replay, the balance per transaction and the posting checks read only the postings after
-    the newest verified checkpoint; run --full after any superuser access to the database.
+    transaction, reversals within their originals, checkpoint digest, the seal chain. Without
+    --full, the replay, the balance per transaction and the posting checks read only the
+    postings after the newest verified checkpoint, and the seals after the seal it recorded;
+    run --full after any superuser access to the database.
     """
     from config.database import get_engine
     from ledger.integrity import verify as run_verify
@@ -219,6 +221,10 @@ app.add_typer(holdings_cli)  # holdings
 from api.cli_sweeps import sweeps_cli  # noqa: E402
 
 app.add_typer(sweeps_cli)  # sweeps list/show/run, cold propose/approve/reject/list/show, refills
+
+from api.cli_seal import seal_app  # noqa: E402
+
+app.add_typer(seal_app, name="seal")  # seal export/run/verify
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -7,7 +7,8 @@
   excess over the hot maximum proposed to cold, a refill asked for below the minimum, with
   their alert events);
   open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
-  ``alert.ledger_drift`` event when anything drifted); a balance checkpoint; webhook delivery;
+  ``alert.ledger_drift`` event when anything drifted); a balance checkpoint; the ledger seal
+  (``ledger.seal``: seals over newly committed transactions); webhook delivery;
   cleanup of idempotency records, rate-limit windows and the run log.
 - Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
   skips the run if another process holds it: two processes never run the same job at once.
@@ -83,12 +84,13 @@ class Intervals:
     cleanup_s: float = 600.0
     sweeps_s: float = 5.0
     hot_limits_s: float = 60.0
+    seal_s: float = 10.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
         """Every job every ``seconds`` (tests, the demo)."""
         return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds, seconds,
-                   seconds)
+                   seconds, seconds)
 
 
 @dataclass
@@ -191,6 +193,17 @@ def checkpoint(engine: Engine, now: datetime) -> None:
         log.error("checkpoint %s is not verified: stored balances drifted", cp.id)
 
 
+def seal(engine: Engine, now: datetime) -> None:
+    """Seal the ledger transactions committed since the newest seal, up to the watermark
+    (bounded: at most 100 seals of 10,000 transactions per run; the next run goes on)."""
+    from ledger.seals import seal_once
+
+    made = seal_once(engine, now)
+    if made:
+        log.info("sealed transactions %s..%s in %d seals", made[0].from_transaction_id,
+                 made[-1].through_transaction_id, len(made))
+
+
 @dataclass(frozen=True)
 class LastRun:
     """The newest recorded run of a job."""
@@ -257,6 +270,7 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
         Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
         Job("ledger.reconcile", iv.reconcile_s, lambda now: reconcile(engine, now)),
         Job("ledger.checkpoint", iv.checkpoint_s, lambda now: checkpoint(engine, now)),
+        Job("ledger.seal", iv.seal_s, lambda now: seal(engine, now)),
         Job("maintenance.cleanup", iv.cleanup_s, lambda now: cleanup(engine, now)),
     ]
     if chains is not None:

@@ -12,7 +12,9 @@ ledger every time:
   summed), and every such posting on an existing account of the posting's asset, naming an
   existing ledger transaction (``posting_asset_mismatch``, ``posting_orphan``);
 - *whole ledger, always*: transactions without postings, reversals and closings within their
-  originals, the base checkpoint's digest.
+  originals, the base checkpoint's digest;
+- *seals* (``ledger.seals``): the seal chain recomputed after the seal the checkpoint recorded,
+  or from the first seal with ``full=True``.
 
 The database refuses wrong-asset and orphan postings from every writer at insert
 (``ledger_postings_account_and_transaction``, migrations/sql/triggers/ledger_postings.sql), so
@@ -81,6 +83,10 @@ def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
                         "checkpoint_digest", f"checkpoint {base.id}", base.digest, digest
                     )
                 )
+        # Imported here: ledger.seals imports Discrepancy from this module.
+        from ledger.seals import verify_seals
+
+        found += verify_seals(conn, base).discrepancies
         states = repo.account_states(conn, base)
         found += _account_findings(states)
         lo = base.through_posting_id if base else repo.BEFORE_FIRST_POSTING

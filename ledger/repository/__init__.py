@@ -9,6 +9,8 @@ transaction (the ``_alone`` posts and ``snapshot`` take the Engine and open thei
 - ``periods``: closed periods, close proposals and their approvals.
 - ``checkpoints``: balance checkpoints, the posting watermark, the replay from a checkpoint.
 - ``integrity``: the queries of ``ledger.integrity.verify`` and the rebuild of the projection.
+- ``seals``: the sealer's transaction watermark, the sealed facts of a range, seal rows (used
+  as ``ledger.repository.seals`` by ``ledger.seals``).
 - ``statements``: postings of accounts page by page.
 - ``common``: ``to_int`` and ``snapshot`` (one REPEATABLE READ transaction).
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ledger import tables as t
+from ledger.repository.seals import newest_seal_link
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ def insert_checkpoint(
 
     Run in a REPEATABLE READ transaction: the digest, the verification and the entries are all
     computed from one snapshot. Verified means: stored balances = checkpoint + later postings.
+    The row records the newest ledger seal of that snapshot (id and hash): a non-full verify
+    recomputes only the seals after it.
     """
     params = replay_params(base, through)
     digest, count = conn.execute(
@@ -129,10 +132,12 @@ def insert_checkpoint(
         ),
         params,
     ).scalar_one()
+    seal = newest_seal_link(conn)
     row = conn.execute(
         sa.insert(t.balance_checkpoints)
         .values(
-            through_posting_id=through, verified=drift == 0, accounts_count=count, digest=digest
+            through_posting_id=through, verified=drift == 0, accounts_count=count, digest=digest,
+            seal_id=seal[0] if seal else None, seal_hash=seal[1] if seal else None,
         )
         .returning(*t.balance_checkpoints.c)
     ).one()
