@@ -13,6 +13,7 @@ from reconcile.provider_model import (
     Match,
     OurRecord,
     Outcome,
+    Reconciliation,
     StatementInvalid,
     StatementRecord,
     match,
@@ -147,3 +148,16 @@ class TestMatch:
     def test_everything_matched_leaves_no_remainder(self) -> None:
         matched = [Match(Outcome.MATCHED, "R", _theirs("R", 4), _ours("R", 4))]
         assert remainders(matched, {}) == ()
+
+
+class TestFindings:
+    def test_one_finding_per_unmatched_reference_with_a_stable_subject(self) -> None:
+        from reconcile.provider import ProviderCheck
+
+        two_assets = match([_theirs("R", 5)], [_ours("R", 5), _ours("R", 7, asset="USDC"),
+                                                _ours("S", 3), _ours("S", 4, asset="USDC")])
+        check = ProviderCheck("acme", 1, T, T, Reconciliation(two_assets))
+        assert sorted((f.type, f.subject) for f in check.findings) == [
+            ("provider_missing_at_provider", "provider:acme:R"),
+            ("provider_missing_at_provider", "provider:acme:S:ETH"),
+            ("provider_missing_at_provider", "provider:acme:S:USDC")]
