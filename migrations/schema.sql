@@ -3649,6 +3649,114 @@ COMMENT ON TABLE public.provider_inbox IS 'Custody provider notifications, store
 
 
 --
+-- Name: provider_statement_records; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_statement_records (
+    id bigint NOT NULL,
+    statement_id bigint NOT NULL,
+    provider text NOT NULL,
+    reference text NOT NULL,
+    direction text NOT NULL,
+    asset text NOT NULL,
+    amount_minor public.money128 NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    chain text,
+    tx_hash text,
+    CONSTRAINT provider_statement_records_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT provider_statement_records_asset_check CHECK ((asset ~ '^[A-Z0-9][A-Z0-9._-]{0,31}$'::text)),
+    CONSTRAINT provider_statement_records_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text]))),
+    CONSTRAINT provider_statement_records_reference_check CHECK (((length(reference) >= 1) AND (length(reference) <= 200))),
+    CONSTRAINT provider_statement_records_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.provider_statement_records OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_statement_records; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_statement_records IS 'One transfer as a custody provider reported it, stored by the first statement that held it (amount_minor in the ledger asset''s minor units; direction in: into our custody). Unique per (provider, reference): the reference is how the provider and we name the same transfer (for a deposit it attested: <chain>:<tx_hash>:<position>). Append-only.';
+
+
+--
+-- Name: provider_statement_records_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.provider_statement_records_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.provider_statement_records_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: provider_statement_records_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.provider_statement_records_id_seq OWNED BY public.provider_statement_records.id;
+
+
+--
+-- Name: provider_statements; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_statements (
+    id bigint NOT NULL,
+    provider text NOT NULL,
+    format text NOT NULL,
+    sha256 text NOT NULL,
+    file_name text,
+    period_start timestamp with time zone NOT NULL,
+    period_end timestamp with time zone NOT NULL,
+    record_count integer NOT NULL,
+    imported_by text NOT NULL,
+    imported_at timestamp with time zone NOT NULL,
+    CONSTRAINT provider_statements_check CHECK ((period_end > period_start)),
+    CONSTRAINT provider_statements_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 500))),
+    CONSTRAINT provider_statements_format_check CHECK ((format = ANY (ARRAY['csv'::text, 'json'::text]))),
+    CONSTRAINT provider_statements_imported_by_check CHECK (((length(imported_by) >= 1) AND (length(imported_by) <= 200))),
+    CONSTRAINT provider_statements_provider_check CHECK ((provider ~ '^[a-z0-9][a-z0-9._-]{0,63}$'::text)),
+    CONSTRAINT provider_statements_record_count_check CHECK ((record_count >= 1)),
+    CONSTRAINT provider_statements_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.provider_statements OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_statements; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_statements IS 'A custody provider statement file as imported: its provider, the period it covers [period_start, period_end), the SHA-256 of its bytes (the same file is one statement) and how many records it held. Append-only.';
+
+
+--
+-- Name: provider_statements_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.provider_statements_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.provider_statements_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: provider_statements_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.provider_statements_id_seq OWNED BY public.provider_statements.id;
+
+
+--
 -- Name: refill_requests; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4570,6 +4678,20 @@ ALTER TABLE ONLY public.outgoing_attempts ALTER COLUMN id SET DEFAULT nextval('p
 
 
 --
+-- Name: provider_statement_records id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records ALTER COLUMN id SET DEFAULT nextval('public.provider_statement_records_id_seq'::regclass);
+
+
+--
+-- Name: provider_statements id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements ALTER COLUMN id SET DEFAULT nextval('public.provider_statements_id_seq'::regclass);
+
+
+--
 -- Name: refill_requests id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5142,6 +5264,46 @@ ALTER TABLE ONLY public.provider_inbox
 
 
 --
+-- Name: provider_statement_records provider_statement_records_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_statement_records provider_statement_records_provider_reference_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_provider_reference_key UNIQUE (provider, reference);
+
+
+--
+-- Name: provider_statements provider_statements_id_provider_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_id_provider_key UNIQUE (id, provider);
+
+
+--
+-- Name: provider_statements provider_statements_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_statements provider_statements_provider_sha256_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_provider_sha256_key UNIQUE (provider, sha256);
+
+
+--
 -- Name: refill_requests refill_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5483,6 +5645,13 @@ CREATE INDEX ledger_postings_reverses_idx ON public.ledger_postings USING btree 
 
 
 --
+-- Name: ledger_transactions_provider_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_transactions_provider_idx ON public.ledger_transactions USING btree (COALESCE((metadata ->> 'provider'::text), (((metadata -> 'evidence'::text) -> 'attestation'::text) ->> 'provider'::text))) WHERE ((metadata ? 'provider'::text) OR (((metadata -> 'evidence'::text) -> 'attestation'::text) ? 'provider'::text));
+
+
+--
 -- Name: ledger_transactions_reference_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5536,6 +5705,13 @@ CREATE UNIQUE INDEX outgoing_attempts_top_up_attempt_no ON public.outgoing_attem
 --
 
 CREATE INDEX provider_inbox_key_idx ON public.provider_inbox USING btree (chain, tx_hash, "position", received_at);
+
+
+--
+-- Name: provider_statement_records_period_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX provider_statement_records_period_idx ON public.provider_statement_records USING btree (provider, occurred_at);
 
 
 --
@@ -6113,6 +6289,34 @@ CREATE TRIGGER provider_inbox_append_only BEFORE DELETE OR UPDATE ON public.prov
 
 
 --
+-- Name: provider_statement_records provider_statement_records_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statement_records_append_only BEFORE DELETE OR UPDATE ON public.provider_statement_records FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statement_records provider_statement_records_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statement_records_no_truncate BEFORE TRUNCATE ON public.provider_statement_records FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statements provider_statements_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statements_append_only BEFORE DELETE OR UPDATE ON public.provider_statements FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statements provider_statements_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statements_no_truncate BEFORE TRUNCATE ON public.provider_statements FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: sweep_events sweep_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6596,6 +6800,14 @@ ALTER TABLE ONLY public.outgoing_attempts
 
 ALTER TABLE ONLY public.outgoing_attempts
     ADD CONSTRAINT outgoing_attempts_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES public.withdrawals(id);
+
+
+--
+-- Name: provider_statement_records provider_statement_records_statement_id_provider_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_statement_id_provider_fkey FOREIGN KEY (statement_id, provider) REFERENCES public.provider_statements(id, provider);
 
 
 --
@@ -7294,6 +7506,34 @@ GRANT SELECT,USAGE ON SEQUENCE public.outgoing_attempts_id_seq TO custody_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.provider_inbox TO custody_app;
+
+
+--
+-- Name: TABLE provider_statement_records; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_statement_records TO custody_app;
+
+
+--
+-- Name: SEQUENCE provider_statement_records_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.provider_statement_records_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE provider_statements; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_statements TO custody_app;
+
+
+--
+-- Name: SEQUENCE provider_statements_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.provider_statements_id_seq TO custody_app;
 
 
 --
