@@ -7,7 +7,9 @@
 - ``lifespans`` are async context managers entered in order at startup and left in reverse at
   shutdown: the place for the scheduler and the outbox (part B).
 - Every response carries ``X-Request-ID`` (the caller's, when well-formed, else a new one); it
-  is in every problem document and every audit row.
+  is in every problem document and every audit row, and it is the correlation id of every log
+  line the request writes (``config.logging``). The same middleware counts each request in
+  ``api.metrics`` by route template and logs it (``custody.http``).
 - Routes are plain ``def`` functions: SQLAlchemy is synchronous, so they run in the threadpool.
   The hot reads (balances) are ``async`` routes that make exactly one threadpool call, doing
   authentication, the rate-limit hit and the read on one connection (``api.auth.read_as``).

@@ -80,9 +80,13 @@ _children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 _children_lock = threading.Lock()
 
 
+#: Method label values; any other method a client invents is counted as ``OTHER``.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 def observe_request(route: str, method: str, status: int, seconds: float) -> None:
     """Count one answered request (``route``: the route template or ``UNMATCHED``)."""
-    key = (route, method, str(status))
+    key = (route, method if method in METHODS else "OTHER", str(status))
     pair = _children.get(key)
     if pair is None:
         with _children_lock:

@@ -21,12 +21,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from api import metrics as m
 from api.auth import StaffReader
 from api.problems import PROBLEM_JSON
 from api.routes.deps import AUTHED, ApiContext, Uow, context, problems
-from api.schemas import Health
+from api.schemas import Health, Problem
 from config.database import is_reachable
 from config.errors import CustodyError
 from config.uow import UnitOfWork
@@ -116,8 +117,36 @@ def _readiness(request: Request) -> dict[str, dict[str, Any]]:
     return checks
 
 
+class ReadinessPart(BaseModel):
+    """One part of the readiness: ``ok``, ``failing`` (with a ``detail``) or ``not run here``;
+    a chain's part says what its node answered."""
+
+    status: str
+    detail: str | None = None
+    chain_id: int | None = None
+    head_block: int | None = None
+    jobs: int | None = None
+
+
+class Readiness(BaseModel):
+    """Ready: every part's status."""
+
+    status: str
+    checks: dict[str, ReadinessPart]
+
+
+class NotReady(Problem):
+    """Not ready: a problem document naming each failing part, with every part's status."""
+
+    failing: list[str]
+    checks: dict[str, ReadinessPart]
+
+
 @router.get("/readyz", summary="Readiness: database, migrations, nodes, scheduler",
-            responses={503: {"description": "A part is failing (problem document)"}})
+            response_model=Readiness, responses={503: {
+                "model": NotReady, "description": "A part is failing",
+                "content": {PROBLEM_JSON: {"schema": {
+                    "$ref": "#/components/schemas/NotReady"}}}}})
 def readyz(request: Request) -> JSONResponse:
     """200 with each part's status when all are ready, 503 with a problem document naming each
     failing part otherwise. No authentication."""
