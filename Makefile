@@ -35,8 +35,8 @@ test-fast: install
 
 # ruff, strict mypy, and the import contracts of pyproject.toml's [tool.importlinter].
 lint: install
-	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals migrations \
-		devtools tests
+	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals outgoing \
+		sweeps reconcile migrations devtools tests
 	$(BIN)/lint-imports
 
 bench: install

@@ -81,14 +81,20 @@ def db_upgrade() -> None:
 @friendly
 def verify(
     full: Annotated[
-        bool, typer.Option(help="Replay from the first posting, not the checkpoint.")
+        bool,
+        typer.Option(help="Check every posting and every seal, not only those after the newest "
+                          "checkpoint."),
     ] = False,
 ) -> None:
     """Check the ledger's integrity; exit 1 and name what drifted if anything did.
 
     Checks: trial balance per asset, stored balances = replayed postings, account flags,
-    custody = customer liabilities per asset, every transaction balanced and non-empty,
-    reversals within their originals, checkpoint digest.
+    custody = customer liabilities per asset, every transaction balanced per asset and
+    non-empty, every posting on an existing account of its asset and in an existing
+    transaction, reversals within their originals, checkpoint digest, the seal chain. Without
+    --full, the replay, the balance per transaction and the posting checks read only the
+    postings after the newest verified checkpoint, and the seals after the seal it recorded;
+    run --full after any superuser access to the database.
     """
     from config.database import get_engine
     from ledger.integrity import verify as run_verify
@@ -223,6 +229,7 @@ from api.cli_api import api_cli  # noqa: E402
 from api.cli_config import config_app  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
 from api.cli_holdings import holdings_cli  # noqa: E402
+from api.cli_reconcile import reconcile_cli  # noqa: E402  (also cases list/show)
 from api.cli_service import service_cli  # noqa: E402
 from api.cli_treasury import treasury_cli  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
@@ -233,12 +240,17 @@ app.add_typer(withdrawals_app, name="withdrawals")  # open, process
 app.add_typer(api_cli)  # keys create, api
 app.add_typer(service_cli)  # serve, worker, webhooks, demo
 app.add_typer(config_app, name="config")  # check
-app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases list/resolve/approve
+app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases resolve/approve
 app.add_typer(holdings_cli)  # holdings
+app.add_typer(reconcile_cli)  # reconcile ledger/histories/aging
 
 from api.cli_sweeps import sweeps_cli  # noqa: E402
 
 app.add_typer(sweeps_cli)  # sweeps list/show/run, cold propose/approve/reject/list/show, refills
+
+from api.cli_seal import seal_app  # noqa: E402
+
+app.add_typer(seal_app, name="seal")  # seal export/run/verify
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -7,8 +7,12 @@
   excess over the hot maximum proposed to cold, a refill asked for below the minimum, with
   their alert events);
   open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
-  ``alert.ledger_drift`` event when anything drifted); a balance checkpoint; webhook delivery;
-  cleanup of idempotency records, rate-limit windows and the run log.
+  ``alert.ledger_drift`` event when anything drifted, and a case per finding), the deposit
+  histories against the ledger (``reconcile.histories``) and items waiting too long
+  (``reconcile.aging``), each finding a case (``api.cases.record_and_alert``:
+  ``alert.case_opened`` once per case); a balance checkpoint; the ledger seal (``ledger.seal``:
+  seals over newly committed transactions); webhook delivery; cleanup of
+  idempotency records, rate-limit windows and the run log.
 - Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
   skips the run if another process holds it: two processes never run the same job at once.
   The run is logged in ``job_runs`` before the lock is released (SQL:
@@ -27,6 +31,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -49,6 +54,7 @@ from api.repository import jobs as repo
 from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
 from config.logging import correlated, new_correlation_id, register_configured_secrets
+from config.reconcile import ReconcileConfig
 from config.sweeps import SweepsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
@@ -84,12 +90,14 @@ class Intervals:
     cleanup_s: float = 600.0
     sweeps_s: float = 5.0
     hot_limits_s: float = 60.0
+    seal_s: float = 10.0
+    histories_s: float = 300.0
+    aging_s: float = 300.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
         """Every job every ``seconds`` (tests, the demo)."""
-        return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds, seconds,
-                   seconds)
+        return cls(**{f.name: seconds for f in dataclasses.fields(cls)})
 
 
 @dataclass
@@ -172,14 +180,19 @@ class LedgerDrift(CustodyError):
 
 def reconcile(engine: Engine, now: datetime) -> None:
     """Verify the ledger; any drift becomes an ``alert.ledger_drift`` event (once per distinct
-    set of findings), a log error and an error outcome of the run (LedgerDrift)."""
+    set of findings), a case per finding (``reconcile.ledger``: opened, or re-sighted when it
+    is open already, with ``alert.case_opened`` per new case), a log error and an error outcome
+    of the run (LedgerDrift)."""
+    from api.cases import record_and_alert
     from ledger.integrity import verify
+    from reconcile import ledger as ledger_check
 
     report = verify(engine)
     if report.ok:
         return
     findings = sorted(str(d) for d in report.discrepancies)
     log.error("ledger drift: %d findings: %s", len(findings), "; ".join(findings[:5]))
+    cases = ledger_check.findings_of(engine, report)
     with UnitOfWork(engine) as uow:
         outbox.raise_alert(uow.conn, "ledger_drift", "\n".join(findings), {
             "findings": [{"kind": d.kind, "subject": d.subject, "expected": d.expected,
@@ -188,8 +201,26 @@ def reconcile(engine: Engine, now: datetime) -> None:
             "next": "run custody verify to see each finding; stored balances off the postings: "
                     "custody rebuild-balances; postings wrong: a correcting transaction "
                     "(custody reverse TXID ...) referencing the finding"})
+        record_and_alert(uow, ledger_check.CHECK, cases, now)
         uow.commit()
     raise LedgerDrift(f"{len(findings)} findings: {'; '.join(findings[:5])}")
+
+
+def reconcile_histories(engine: Engine, now: datetime) -> object:
+    """The deposit histories against the ledger; every finding a case."""
+    from api.cases import record_check
+    from reconcile import histories
+
+    return record_check(engine, histories.CHECK, histories.run(engine, now=now), now)
+
+
+def reconcile_aging(engine: Engine, cfg: ReconcileConfig, now: datetime) -> object:
+    """Reserves, unknown and held withdrawals, deposits held for review, waiting longer than
+    their thresholds; every finding a case (about the withdrawal or deposit)."""
+    from api.cases import record_check
+    from reconcile import aging
+
+    return record_check(engine, aging.CHECK, aging.run(engine, cfg, now=now), now)
 
 
 def checkpoint(engine: Engine, now: datetime) -> None:
@@ -199,6 +230,17 @@ def checkpoint(engine: Engine, now: datetime) -> None:
     cp = create_checkpoint(engine)
     if not cp.verified:
         log.error("checkpoint %s is not verified: stored balances drifted", cp.id)
+
+
+def seal(engine: Engine, now: datetime) -> None:
+    """Seal the ledger transactions committed since the newest seal, up to the watermark
+    (bounded: at most 100 seals of 10,000 transactions per run; the next run goes on)."""
+    from ledger.seals import seal_once
+
+    made = seal_once(engine, now)
+    if made:
+        log.info("sealed transactions %s..%s in %d seals", made[0].from_transaction_id,
+                 made[-1].through_transaction_id, len(made))
 
 
 @dataclass(frozen=True)
@@ -267,16 +309,25 @@ def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
 
 def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsConfig | None, *,
                intervals: Intervals | None = None, environ: dict[str, str] | None = None,
-               only: Sequence[str] = (), scfg: SweepsConfig | None = None) -> list[Job]:
+               only: Sequence[str] = (), scfg: SweepsConfig | None = None,
+               rcfg: ReconcileConfig | None = None) -> list[Job]:
     """Every job of this deployment (``only``: names or name prefixes to keep; ``scfg``: the
-    ``[sweeps]`` section, whose chains get a sweeper and a hot-limit check)."""
+    ``[sweeps]`` section, whose chains get a sweeper and a hot-limit check; ``rcfg``: the
+    ``[reconcile]`` thresholds, by default the reserve SLA of ``wcfg`` and the defaults)."""
     iv = intervals or Intervals()
+    if rcfg is None:
+        rcfg = ReconcileConfig(**({"reserve_sla_s": wcfg.open_item_sla_s} if wcfg else {}))
+    aging_cfg = rcfg
     # The secrets this deployment's configuration names never reach a log line.
     register_configured_secrets([chains, wcfg, scfg], environ)
     jobs = [
         Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
         Job("ledger.reconcile", iv.reconcile_s, lambda now: reconcile(engine, now)),
+        Job("reconcile.histories", iv.histories_s,
+            lambda now: reconcile_histories(engine, now)),
+        Job("reconcile.aging", iv.aging_s, lambda now: reconcile_aging(engine, aging_cfg, now)),
         Job("ledger.checkpoint", iv.checkpoint_s, lambda now: checkpoint(engine, now)),
+        Job("ledger.seal", iv.seal_s, lambda now: seal(engine, now)),
         Job("maintenance.cleanup", iv.cleanup_s, lambda now: cleanup(engine, now)),
     ]
     if chains is not None:

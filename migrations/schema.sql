@@ -86,6 +86,173 @@ $$;
 ALTER FUNCTION public.api_idempotency_guard() OWNER TO CURRENT_USER;
 
 --
+-- Name: cases_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.cases_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.status <> 'open' OR NEW.seen_count <> 1 OR NEW.last_seen_at <> NEW.first_seen_at THEN
+      RAISE EXCEPTION 'a case is opened open and seen once (case type %, subject %)',
+        NEW.type, NEW.subject USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'table cases is append-only: DELETE refused'
+      USING ERRCODE = 'raise_exception', HINT = 'resolve the case instead';
+  END IF;
+  IF (NEW.id, NEW.type, NEW.subject, NEW.refs, NEW.expected, NEW.first_seen_at, NEW.opened_by)
+     IS DISTINCT FROM
+     (OLD.id, OLD.type, OLD.subject, OLD.refs, OLD.expected, OLD.first_seen_at, OLD.opened_by)
+  THEN
+    RAISE EXCEPTION 'case %: what a case is about never changes', OLD.id
+      USING ERRCODE = 'raise_exception';
+  END IF;
+  IF OLD.status = 'open' AND NEW.status = 'open' THEN
+    IF NEW.last_seen_at < OLD.last_seen_at OR NEW.seen_count <> OLD.seen_count + 1 THEN
+      RAISE EXCEPTION 'case %: a re-sighting moves last_seen_at forward and counts one more',
+        OLD.id USING ERRCODE = 'raise_exception';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF OLD.status = 'open' AND NEW.status = 'resolved' THEN
+    IF (NEW.last_seen_at, NEW.seen_count, NEW.observed, NEW.evidence)
+       IS DISTINCT FROM (OLD.last_seen_at, OLD.seen_count, OLD.observed, OLD.evidence) THEN
+      RAISE EXCEPTION 'case %: a resolution changes only the resolution', OLD.id
+        USING ERRCODE = 'raise_exception';
+    END IF;
+    RETURN NEW;
+  END IF;
+  RAISE EXCEPTION 'case % is resolved: it never changes again', OLD.id
+    USING ERRCODE = 'raise_exception';
+END
+$$;
+
+
+ALTER FUNCTION public.cases_guard() OWNER TO CURRENT_USER;
+
+--
+-- Name: cases_open_deposit_case(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.cases_open_deposit_case() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  d record;
+  known record;
+BEGIN
+  SELECT c.id, c.case_id INTO known FROM deposit_cases c
+   WHERE c.kind = NEW.kind AND c.deposit_id = NEW.deposit_id;
+  IF FOUND THEN
+    UPDATE cases SET last_seen_at = greatest(last_seen_at, NEW.opened_at),
+                     seen_count = seen_count + 1, evidence = jsonb_build_object(
+                       'expected', NEW.expected, 'observed', NEW.observed)
+     WHERE id = known.case_id AND status = 'open';
+    RETURN NULL;
+  END IF;
+  SELECT dep.chain, dep.tx_hash, dep.position, dep.asset_code, dep.amount_minor INTO d
+    FROM deposits dep WHERE dep.id = NEW.deposit_id;
+  NEW.id := nextval('cases_id_seq');
+  NEW.case_id := NEW.id;
+  INSERT INTO cases (id, type, subject, refs, expected, observed, evidence, first_seen_at,
+                     last_seen_at, opened_by)
+  VALUES (NEW.id, NEW.kind, 'deposit:' || NEW.deposit_id,
+          jsonb_strip_nulls(jsonb_build_object(
+            'deposit_id', NEW.deposit_id::text, 'deposit_case_id', NEW.id::text,
+            'ledger_transaction_id', NEW.ledger_transaction_id::text, 'chain', d.chain,
+            'tx_hash', d.tx_hash, 'position', d.position, 'asset', d.asset_code)),
+          d.amount_minor::text, NULL,
+          jsonb_build_object('expected', NEW.expected, 'observed', NEW.observed),
+          NEW.opened_at, NEW.opened_at, 'deposits.watcher');
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.cases_open_deposit_case() OWNER TO CURRENT_USER;
+
+--
+-- Name: cases_open_withdrawal_case(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.cases_open_withdrawal_case() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  known bigint;
+BEGIN
+  NEW.id := nextval('cases_id_seq');
+  SELECT id INTO known FROM cases
+   WHERE type = NEW.kind AND subject = 'withdrawal:' || NEW.withdrawal_id AND status = 'open';
+  IF FOUND THEN
+    UPDATE cases SET last_seen_at = greatest(last_seen_at, NEW.opened_at),
+                     seen_count = seen_count + 1,
+                     evidence = NEW.evidence || jsonb_build_object('reason', NEW.reason)
+     WHERE id = known;
+    NEW.case_id := known;
+    RETURN NEW;
+  END IF;
+  NEW.case_id := NEW.id;
+  INSERT INTO cases (id, type, subject, refs, expected, observed, evidence, first_seen_at,
+                     last_seen_at, opened_by)
+  SELECT NEW.id, NEW.kind, 'withdrawal:' || NEW.withdrawal_id,
+         jsonb_build_object('withdrawal_id', NEW.withdrawal_id::text,
+                            'withdrawal_case_id', NEW.id::text, 'chain', w.chain),
+         NULL, NULL, NEW.evidence || jsonb_build_object('reason', NEW.reason),
+         NEW.opened_at, NEW.opened_at, NEW.opened_by
+    FROM withdrawals w WHERE w.id = NEW.withdrawal_id;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.cases_open_withdrawal_case() OWNER TO CURRENT_USER;
+
+--
+-- Name: cases_resolve_deposit_case(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.cases_resolve_deposit_case() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE cases SET status = 'resolved',
+                   resolution = coalesce(NEW.outcome || ': ', '') || NEW.reason
+                                || coalesce(' (approved by ' || NEW.approved_by || ')', ''),
+                   resolved_by = NEW.resolved_by, resolved_at = NEW.resolved_at,
+                   resolution_transaction_id = coalesce(NEW.reversal_transaction_id,
+                                                        NEW.ledger_transaction_id)
+   WHERE id = (SELECT case_id FROM deposit_cases WHERE id = NEW.case_id) AND status = 'open';
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.cases_resolve_deposit_case() OWNER TO CURRENT_USER;
+
+--
+-- Name: cases_resolve_withdrawal_case(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.cases_resolve_withdrawal_case() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE cases SET status = 'resolved', resolution = NEW.reason, resolved_by = NEW.resolved_by,
+                   resolved_at = NEW.resolved_at
+   WHERE id = (SELECT case_id FROM withdrawal_cases WHERE id = NEW.case_id) AND status = 'open';
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.cases_resolve_withdrawal_case() OWNER TO CURRENT_USER;
+
+--
 -- Name: deposit_case_votes_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -850,6 +1017,47 @@ $$;
 ALTER FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) OWNER TO custody_ledger_writer;
 
 --
+-- Name: ledger_postings_account_and_transaction(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_postings_account_and_transaction() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad record;
+  account_asset int;
+BEGIN
+  -- One primary-key lookup per posting in accounts and in ledger_transactions (scalar
+  -- subqueries, so that a plan cached while the tables were small never becomes a scan). Only
+  -- the two in WHERE: each subquery in the select list would be set up again on every call
+  -- (measured: a single post's two-row INSERT paid about twice as much with four).
+  SELECT n.account_id, n.asset_id, n.transaction_id INTO bad
+    FROM new_rows n
+   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
+      OR (SELECT t.id FROM ledger_transactions t WHERE t.id = n.transaction_id) IS NULL
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- Refused: say why, for that posting.
+  IF NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = bad.transaction_id) THEN
+    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', bad.transaction_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  SELECT a.asset_id INTO account_asset FROM accounts a WHERE a.id = bad.account_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'posting on account %, which does not exist', bad.account_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RAISE EXCEPTION 'posting on account % in asset %: the account is in asset %', bad.account_id,
+    bad.asset_id, account_asset USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_postings_account_and_transaction() OWNER TO CURRENT_USER;
+
+--
 -- Name: ledger_postings_after_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -858,39 +1066,24 @@ CREATE FUNCTION public.ledger_postings_after_insert() RETURNS trigger
     AS $$
 DECLARE
   bad_txn bigint;
-  missing_txn bigint;
   has_refs boolean;
   orig record;
   bad record;
 BEGIN
-  -- Each posting's account exists in the posting's asset (was a composite foreign key).
-  SELECT n.account_id, n.asset_id INTO bad
-    FROM new_rows n
-   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting on account % in asset %: no such account in that asset',
-      bad.account_id, bad.asset_id USING ERRCODE = 'foreign_key_violation';
-  END IF;
-
   -- A committed transaction is closed: postings can only be written by the database
   -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
   -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
-  -- thinks of the transition table's size. A transaction that does not exist: was a foreign key.
+  -- thinks of the transition table's size. (That each posting's account exists in its asset
+  -- and its transaction exists, ledger_postings_account_and_transaction checked, above.)
   SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
-         min(d.transaction_id) FILTER (WHERE d.txn_xmin IS NULL),
          bool_or(d.refs)
-    INTO bad_txn, missing_txn, has_refs
+    INTO bad_txn, has_refs
     FROM (SELECT n.transaction_id,
                  bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
                    AS refs,
                  (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
                    AS txn_xmin
             FROM new_rows n GROUP BY n.transaction_id) d;
-  IF missing_txn IS NOT NULL THEN
-    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', missing_txn
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
   IF bad_txn IS NOT NULL THEN
     RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
       USING ERRCODE = 'check_violation';
@@ -2059,7 +2252,11 @@ CREATE TABLE public.balance_checkpoints (
     verified boolean NOT NULL,
     accounts_count integer NOT NULL,
     digest text NOT NULL,
-    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text))
+    seal_id bigint,
+    seal_hash text,
+    CONSTRAINT balance_checkpoints_check CHECK (((seal_id IS NULL) = (seal_hash IS NULL))),
+    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT balance_checkpoints_seal_hash_check CHECK ((seal_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
 
@@ -2070,6 +2267,13 @@ ALTER TABLE public.balance_checkpoints OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.balance_checkpoints IS 'Balances of every account covering all postings with id <= through_posting_id; verified when the replay that produced it agreed with the stored balances.';
+
+
+--
+-- Name: COLUMN balance_checkpoints.seal_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.balance_checkpoints.seal_id IS 'The newest ledger seal when the checkpoint was taken (NULL: none yet); seal_hash is its hash, so that changing that seal row afterwards is detected.';
 
 
 --
@@ -2092,6 +2296,143 @@ ALTER SEQUENCE public.balance_checkpoints_id_seq OWNER TO CURRENT_USER;
 --
 
 ALTER SEQUENCE public.balance_checkpoints_id_seq OWNED BY public.balance_checkpoints.id;
+
+
+--
+-- Name: cases; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.cases (
+    id bigint NOT NULL,
+    type text NOT NULL,
+    subject text NOT NULL,
+    refs jsonb NOT NULL,
+    expected text,
+    observed text,
+    evidence jsonb NOT NULL,
+    status text DEFAULT 'open'::text NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    seen_count integer DEFAULT 1 NOT NULL,
+    opened_by text NOT NULL,
+    resolution text,
+    resolved_by text,
+    resolved_at timestamp with time zone,
+    resolution_transaction_id bigint,
+    CONSTRAINT cases_check CHECK ((last_seen_at >= first_seen_at)),
+    CONSTRAINT cases_evidence_check CHECK ((jsonb_typeof(evidence) = 'object'::text)),
+    CONSTRAINT cases_expected_check CHECK ((length(expected) <= 1000)),
+    CONSTRAINT cases_observed_check CHECK ((length(observed) <= 1000)),
+    CONSTRAINT cases_opened_by_check CHECK (((length(opened_by) >= 1) AND (length(opened_by) <= 200))),
+    CONSTRAINT cases_refs_check CHECK ((jsonb_typeof(refs) = 'object'::text)),
+    CONSTRAINT cases_resolution_check CHECK (((length(resolution) >= 1) AND (length(resolution) <= 2000))),
+    CONSTRAINT cases_resolved_by_check CHECK (((length(resolved_by) >= 1) AND (length(resolved_by) <= 200))),
+    CONSTRAINT cases_resolved_check CHECK ((((status = 'open'::text) AND (resolution IS NULL) AND (resolved_by IS NULL) AND (resolved_at IS NULL) AND (resolution_transaction_id IS NULL)) OR ((status = 'resolved'::text) AND (resolution IS NOT NULL) AND (resolved_by IS NOT NULL) AND (resolved_at IS NOT NULL)))),
+    CONSTRAINT cases_seen_count_check CHECK ((seen_count >= 1)),
+    CONSTRAINT cases_status_check CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text]))),
+    CONSTRAINT cases_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 300))),
+    CONSTRAINT cases_type_check CHECK ((type = ANY (ARRAY['balance_drift'::text, 'balance_missing'::text, 'flag_violated'::text, 'trial_balance'::text, 'custody_mismatch'::text, 'transaction_unbalanced'::text, 'transaction_empty'::text, 'posting_over_reversed'::text, 'posting_over_closed'::text, 'checkpoint_digest'::text, 'ledger_finding'::text, 'deposit_transaction_missing'::text, 'deposit_transaction_extra'::text, 'deposit_history_missing'::text, 'reserve_overdue'::text, 'withdrawal_unknown_aged'::text, 'withdrawal_held_aged'::text, 'deposit_review_aged'::text, 'custody_chain_mismatch'::text, 'provider_amount_mismatch'::text, 'provider_missing_in_ledger'::text, 'provider_missing_at_provider'::text, 'deep_reorg'::text, 'unattributed_own_address'::text, 'settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text])))
+);
+
+
+ALTER TABLE public.cases OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE cases; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.cases IS 'Every case of the engine: a discrepancy a check found, or a deposit or withdrawal case (deposit_cases, withdrawal_cases name theirs in case_id). Changed only by a re-sighting of an open case or its one-time resolution (trigger cases_guard); never deleted.';
+
+
+--
+-- Name: COLUMN cases.type; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.type IS 'What kind of discrepancy (reconcile.model.CaseType).';
+
+
+--
+-- Name: COLUMN cases.subject; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.subject IS 'The stable key of the discrepancy (account:42, deposit:17, withdrawal:9, custody:devnet:0xabc...:ETH, provider:acme:REF123): at most one open case per type and subject, so the same discrepancy seen again updates its case.';
+
+
+--
+-- Name: COLUMN cases.refs; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.refs IS 'What the case is about, as ids in strings (account_id, deposit_id, withdrawal_id, ledger_transaction_id, deposit_case_id, withdrawal_case_id, ...).';
+
+
+--
+-- Name: COLUMN cases.expected; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.expected IS 'What our records say (a decimal string of minor units where it is an amount); NULL: none.';
+
+
+--
+-- Name: COLUMN cases.observed; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.observed IS 'What the check observed, as of the last sighting (minor units where an amount); NULL: none.';
+
+
+--
+-- Name: COLUMN cases.evidence; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.evidence IS 'What the check saw, as of the last sighting.';
+
+
+--
+-- Name: COLUMN cases.seen_count; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.seen_count IS 'How many runs of a check saw it (1 when opened).';
+
+
+--
+-- Name: COLUMN cases.opened_by; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.opened_by IS 'The check or job that opened the case.';
+
+
+--
+-- Name: COLUMN cases.resolution; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.resolution IS 'How it was resolved (the resolver''s words).';
+
+
+--
+-- Name: COLUMN cases.resolution_transaction_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.cases.resolution_transaction_id IS 'The new ledger transaction that fixed it, when the fix moved money (it references the case).';
+
+
+--
+-- Name: cases_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.cases_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.cases_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: cases_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.cases_id_seq OWNED BY public.cases.id;
 
 
 --
@@ -2390,6 +2731,7 @@ CREATE TABLE public.deposit_cases (
     expected jsonb NOT NULL,
     observed jsonb NOT NULL,
     opened_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    case_id bigint NOT NULL,
     CONSTRAINT deposit_cases_kind_check CHECK ((kind = ANY (ARRAY['deep_reorg'::text, 'unattributed_own_address'::text])))
 );
 
@@ -2401,6 +2743,13 @@ ALTER TABLE public.deposit_cases OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.deposit_cases IS 'Durable cases the watcher opened (a credited deposit whose block stopped being canonical). Open until a row in deposit_case_resolutions references it.';
+
+
+--
+-- Name: COLUMN deposit_cases.case_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.deposit_cases.case_id IS 'The case in cases (set by trigger; equal to id for every case opened since revision 0021).';
 
 
 --
@@ -2995,6 +3344,78 @@ ALTER SEQUENCE public.ledger_postings_id_seq OWNED BY public.ledger_postings.id;
 
 
 --
+-- Name: ledger_seals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_seals (
+    id bigint NOT NULL,
+    from_transaction_id bigint NOT NULL,
+    through_transaction_id bigint NOT NULL,
+    transactions_count integer NOT NULL,
+    postings_count integer NOT NULL,
+    merkle_root text NOT NULL,
+    previous_hash text NOT NULL,
+    seal_hash text NOT NULL,
+    sealed_at timestamp with time zone NOT NULL,
+    transaction_ids bigint[] NOT NULL,
+    leaf_prefixes bytea NOT NULL,
+    CONSTRAINT ledger_seals_check CHECK ((through_transaction_id >= from_transaction_id)),
+    CONSTRAINT ledger_seals_check1 CHECK ((cardinality(transaction_ids) = transactions_count)),
+    CONSTRAINT ledger_seals_check2 CHECK ((length(leaf_prefixes) = (8 * transactions_count))),
+    CONSTRAINT ledger_seals_from_transaction_id_check CHECK ((from_transaction_id >= 1)),
+    CONSTRAINT ledger_seals_merkle_root_check CHECK ((merkle_root ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_postings_count_check CHECK ((postings_count >= 0)),
+    CONSTRAINT ledger_seals_previous_hash_check CHECK ((previous_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_seal_hash_check CHECK ((seal_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_transactions_count_check CHECK ((transactions_count >= 1))
+);
+
+
+ALTER TABLE public.ledger_seals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE ledger_seals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.ledger_seals IS 'Tamper evidence: each seal covers every ledger transaction with id in [from_transaction_id, through_transaction_id] (the range after the previous seal), with a Merkle root over their canonical form and seal_hash = SHA-256 over the previous seal''s hash, the range, the counts, the root and sealed_at (docs/sealing.md). Append-only.';
+
+
+--
+-- Name: COLUMN ledger_seals.transaction_ids; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_seals.transaction_ids IS 'The ids of the sealed transactions in order: lets verify name a missing or inserted transaction. Diagnostic only: not covered by seal_hash (the root already is).';
+
+
+--
+-- Name: COLUMN ledger_seals.leaf_prefixes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_seals.leaf_prefixes IS 'The first 8 bytes of each leaf hash, in the order of transaction_ids: lets verify name a changed or reordered transaction. Diagnostic only, like transaction_ids.';
+
+
+--
+-- Name: ledger_seals_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_seals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_seals_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_seals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_seals_id_seq OWNED BY public.ledger_seals.id;
+
+
+--
 -- Name: ledger_transactions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3225,6 +3646,114 @@ ALTER TABLE public.provider_inbox OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.provider_inbox IS 'Custody provider notifications, stored with their unique event id before processing.';
+
+
+--
+-- Name: provider_statement_records; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_statement_records (
+    id bigint NOT NULL,
+    statement_id bigint NOT NULL,
+    provider text NOT NULL,
+    reference text NOT NULL,
+    direction text NOT NULL,
+    asset text NOT NULL,
+    amount_minor public.money128 NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    chain text,
+    tx_hash text,
+    CONSTRAINT provider_statement_records_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT provider_statement_records_asset_check CHECK ((asset ~ '^[A-Z0-9][A-Z0-9._-]{0,31}$'::text)),
+    CONSTRAINT provider_statement_records_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text]))),
+    CONSTRAINT provider_statement_records_reference_check CHECK (((length(reference) >= 1) AND (length(reference) <= 200))),
+    CONSTRAINT provider_statement_records_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.provider_statement_records OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_statement_records; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_statement_records IS 'One transfer as a custody provider reported it, stored by the first statement that held it (amount_minor in the ledger asset''s minor units; direction in: into our custody). Unique per (provider, reference): the reference is how the provider and we name the same transfer (for a deposit it attested: <chain>:<tx_hash>:<position>). Append-only.';
+
+
+--
+-- Name: provider_statement_records_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.provider_statement_records_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.provider_statement_records_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: provider_statement_records_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.provider_statement_records_id_seq OWNED BY public.provider_statement_records.id;
+
+
+--
+-- Name: provider_statements; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_statements (
+    id bigint NOT NULL,
+    provider text NOT NULL,
+    format text NOT NULL,
+    sha256 text NOT NULL,
+    file_name text,
+    period_start timestamp with time zone NOT NULL,
+    period_end timestamp with time zone NOT NULL,
+    record_count integer NOT NULL,
+    imported_by text NOT NULL,
+    imported_at timestamp with time zone NOT NULL,
+    CONSTRAINT provider_statements_check CHECK ((period_end > period_start)),
+    CONSTRAINT provider_statements_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 500))),
+    CONSTRAINT provider_statements_format_check CHECK ((format = ANY (ARRAY['csv'::text, 'json'::text]))),
+    CONSTRAINT provider_statements_imported_by_check CHECK (((length(imported_by) >= 1) AND (length(imported_by) <= 200))),
+    CONSTRAINT provider_statements_provider_check CHECK ((provider ~ '^[a-z0-9][a-z0-9._-]{0,63}$'::text)),
+    CONSTRAINT provider_statements_record_count_check CHECK ((record_count >= 1)),
+    CONSTRAINT provider_statements_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.provider_statements OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_statements; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_statements IS 'A custody provider statement file as imported: its provider, the period it covers [period_start, period_end), the SHA-256 of its bytes (the same file is one statement) and how many records it held. Append-only.';
+
+
+--
+-- Name: provider_statements_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.provider_statements_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.provider_statements_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: provider_statements_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.provider_statements_id_seq OWNED BY public.provider_statements.id;
 
 
 --
@@ -3777,6 +4306,7 @@ CREATE TABLE public.withdrawal_cases (
     evidence jsonb NOT NULL,
     opened_by text NOT NULL,
     opened_at timestamp with time zone NOT NULL,
+    case_id bigint NOT NULL,
     CONSTRAINT withdrawal_cases_kind_check CHECK ((kind = ANY (ARRAY['settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text]))),
     CONSTRAINT withdrawal_cases_opened_by_check CHECK (((length(opened_by) >= 1) AND (length(opened_by) <= 200))),
     CONSTRAINT withdrawal_cases_reason_check CHECK ((length(reason) >= 1))
@@ -3804,6 +4334,13 @@ COMMENT ON COLUMN public.withdrawal_cases.kind IS 'settlement_mismatch: the rece
 --
 
 COMMENT ON COLUMN public.withdrawal_cases.evidence IS 'The error, the landed transaction (hash, nonce, block, gas) and what was being booked.';
+
+
+--
+-- Name: COLUMN withdrawal_cases.case_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_cases.case_id IS 'The case in cases (set by trigger; equal to id for every case opened since revision 0021, unless an open case of the same kind and withdrawal existed: then that one).';
 
 
 --
@@ -4015,6 +4552,13 @@ ALTER TABLE ONLY public.balance_checkpoints ALTER COLUMN id SET DEFAULT nextval(
 
 
 --
+-- Name: cases id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cases ALTER COLUMN id SET DEFAULT nextval('public.cases_id_seq'::regclass);
+
+
+--
 -- Name: cold_transfer_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4106,6 +4650,13 @@ ALTER TABLE ONLY public.ledger_postings ALTER COLUMN id SET DEFAULT nextval('pub
 
 
 --
+-- Name: ledger_seals id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals ALTER COLUMN id SET DEFAULT nextval('public.ledger_seals_id_seq'::regclass);
+
+
+--
 -- Name: ledger_transactions id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4124,6 +4675,20 @@ ALTER TABLE ONLY public.outbox_events ALTER COLUMN id SET DEFAULT nextval('publi
 --
 
 ALTER TABLE ONLY public.outgoing_attempts ALTER COLUMN id SET DEFAULT nextval('public.outgoing_attempts_id_seq'::regclass);
+
+
+--
+-- Name: provider_statement_records id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records ALTER COLUMN id SET DEFAULT nextval('public.provider_statement_records_id_seq'::regclass);
+
+
+--
+-- Name: provider_statements id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements ALTER COLUMN id SET DEFAULT nextval('public.provider_statements_id_seq'::regclass);
 
 
 --
@@ -4355,6 +4920,14 @@ ALTER TABLE ONLY public.balance_checkpoints
 
 
 --
+-- Name: cases cases_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cases
+    ADD CONSTRAINT cases_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: cold_transfer_approvals cold_transfer_approvals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4448,6 +5021,14 @@ ALTER TABLE ONLY public.deposit_case_votes
 
 ALTER TABLE ONLY public.deposit_case_votes
     ADD CONSTRAINT deposit_case_votes_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: deposit_cases deposit_cases_case_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases
+    ADD CONSTRAINT deposit_cases_case_id_key UNIQUE (case_id);
 
 
 --
@@ -4587,6 +5168,38 @@ ALTER TABLE ONLY public.ledger_postings
 
 
 --
+-- Name: ledger_seals ledger_seals_from_transaction_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_from_transaction_id_key UNIQUE (from_transaction_id);
+
+
+--
+-- Name: ledger_seals ledger_seals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_seals ledger_seals_previous_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_previous_hash_key UNIQUE (previous_hash);
+
+
+--
+-- Name: ledger_seals ledger_seals_seal_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_seal_hash_key UNIQUE (seal_hash);
+
+
+--
 -- Name: ledger_transactions ledger_transactions_idempotency_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4648,6 +5261,46 @@ ALTER TABLE ONLY public.outgoing_attempts
 
 ALTER TABLE ONLY public.provider_inbox
     ADD CONSTRAINT provider_inbox_pkey PRIMARY KEY (event_id);
+
+
+--
+-- Name: provider_statement_records provider_statement_records_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_statement_records provider_statement_records_provider_reference_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_provider_reference_key UNIQUE (provider, reference);
+
+
+--
+-- Name: provider_statements provider_statements_id_provider_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_id_provider_key UNIQUE (id, provider);
+
+
+--
+-- Name: provider_statements provider_statements_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_statements provider_statements_provider_sha256_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_provider_sha256_key UNIQUE (provider, sha256);
 
 
 --
@@ -4873,6 +5526,20 @@ CREATE INDEX api_users_client_idx ON public.api_users USING btree (client_id, id
 
 
 --
+-- Name: cases_open_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX cases_open_key ON public.cases USING btree (type, subject) WHERE (status = 'open'::text);
+
+
+--
+-- Name: cases_status_type_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX cases_status_type_idx ON public.cases USING btree (status, type, id);
+
+
+--
 -- Name: cold_transfer_events_cold_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4978,6 +5645,13 @@ CREATE INDEX ledger_postings_reverses_idx ON public.ledger_postings USING btree 
 
 
 --
+-- Name: ledger_transactions_provider_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_transactions_provider_idx ON public.ledger_transactions USING btree (COALESCE((metadata ->> 'provider'::text), (((metadata -> 'evidence'::text) -> 'attestation'::text) ->> 'provider'::text))) WHERE ((metadata ? 'provider'::text) OR (((metadata -> 'evidence'::text) -> 'attestation'::text) ? 'provider'::text));
+
+
+--
 -- Name: ledger_transactions_reference_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5034,6 +5708,13 @@ CREATE INDEX provider_inbox_key_idx ON public.provider_inbox USING btree (chain,
 
 
 --
+-- Name: provider_statement_records_period_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX provider_statement_records_period_idx ON public.provider_statement_records USING btree (provider, occurred_at);
+
+
+--
 -- Name: refill_requests_match_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5080,6 +5761,13 @@ CREATE INDEX webhook_attempts_delivery_idx ON public.webhook_attempts USING btre
 --
 
 CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: withdrawal_cases_case_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawal_cases_case_idx ON public.withdrawal_cases USING btree (case_id);
 
 
 --
@@ -5216,6 +5904,20 @@ CREATE TRIGGER balance_checkpoints_no_truncate BEFORE TRUNCATE ON public.balance
 
 
 --
+-- Name: cases cases_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cases_guard BEFORE INSERT OR DELETE OR UPDATE ON public.cases FOR EACH ROW EXECUTE FUNCTION public.cases_guard();
+
+
+--
+-- Name: cases cases_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cases_no_truncate BEFORE TRUNCATE ON public.cases FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: cold_transfer_approvals cold_transfer_approvals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5265,6 +5967,20 @@ CREATE TRIGGER deposit_case_resolutions_append_only BEFORE DELETE OR UPDATE ON p
 
 
 --
+-- Name: deposit_case_resolutions deposit_case_resolutions_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_resolutions_no_truncate BEFORE TRUNCATE ON public.deposit_case_resolutions FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_case_resolutions deposit_case_resolutions_resolve_case; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_case_resolutions_resolve_case AFTER INSERT ON public.deposit_case_resolutions FOR EACH ROW EXECUTE FUNCTION public.cases_resolve_deposit_case();
+
+
+--
 -- Name: deposit_case_votes deposit_case_votes_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5290,6 +6006,20 @@ CREATE TRIGGER deposit_case_votes_no_truncate BEFORE TRUNCATE ON public.deposit_
 --
 
 CREATE TRIGGER deposit_cases_append_only BEFORE DELETE OR UPDATE ON public.deposit_cases FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_cases deposit_cases_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_cases_no_truncate BEFORE TRUNCATE ON public.deposit_cases FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposit_cases deposit_cases_open_case; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_cases_open_case BEFORE INSERT ON public.deposit_cases FOR EACH ROW EXECUTE FUNCTION public.cases_open_deposit_case();
 
 
 --
@@ -5426,6 +6156,13 @@ CREATE TRIGGER ledger_periods_no_truncate BEFORE TRUNCATE ON public.ledger_perio
 
 
 --
+-- Name: ledger_postings ledger_postings_account_and_transaction; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_postings_account_and_transaction AFTER INSERT ON public.ledger_postings REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_postings_account_and_transaction();
+
+
+--
 -- Name: ledger_postings ledger_postings_after_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5451,6 +6188,20 @@ CREATE CONSTRAINT TRIGGER ledger_postings_balanced AFTER INSERT ON public.ledger
 --
 
 CREATE TRIGGER ledger_postings_no_truncate BEFORE TRUNCATE ON public.ledger_postings FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_seals ledger_seals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_seals_append_only BEFORE DELETE OR UPDATE ON public.ledger_seals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_seals ledger_seals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_seals_no_truncate BEFORE TRUNCATE ON public.ledger_seals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -5538,6 +6289,34 @@ CREATE TRIGGER provider_inbox_append_only BEFORE DELETE OR UPDATE ON public.prov
 
 
 --
+-- Name: provider_statement_records provider_statement_records_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statement_records_append_only BEFORE DELETE OR UPDATE ON public.provider_statement_records FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statement_records provider_statement_records_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statement_records_no_truncate BEFORE TRUNCATE ON public.provider_statement_records FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statements provider_statements_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statements_append_only BEFORE DELETE OR UPDATE ON public.provider_statements FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statements provider_statements_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statements_no_truncate BEFORE TRUNCATE ON public.provider_statements FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: sweep_events sweep_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5608,6 +6387,13 @@ CREATE TRIGGER withdrawal_case_resolutions_no_truncate BEFORE TRUNCATE ON public
 
 
 --
+-- Name: withdrawal_case_resolutions withdrawal_case_resolutions_resolve_case; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_case_resolutions_resolve_case AFTER INSERT ON public.withdrawal_case_resolutions FOR EACH ROW EXECUTE FUNCTION public.cases_resolve_withdrawal_case();
+
+
+--
 -- Name: withdrawal_cases withdrawal_cases_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5619,6 +6405,13 @@ CREATE TRIGGER withdrawal_cases_append_only BEFORE DELETE OR UPDATE ON public.wi
 --
 
 CREATE TRIGGER withdrawal_cases_no_truncate BEFORE TRUNCATE ON public.withdrawal_cases FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_cases withdrawal_cases_open_case; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_cases_open_case BEFORE INSERT ON public.withdrawal_cases FOR EACH ROW EXECUTE FUNCTION public.cases_open_withdrawal_case();
 
 
 --
@@ -5778,6 +6571,22 @@ ALTER TABLE ONLY public.balance_checkpoint_entries
 
 
 --
+-- Name: balance_checkpoints balance_checkpoints_seal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoints
+    ADD CONSTRAINT balance_checkpoints_seal_id_fkey FOREIGN KEY (seal_id) REFERENCES public.ledger_seals(id);
+
+
+--
+-- Name: cases cases_resolution_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.cases
+    ADD CONSTRAINT cases_resolution_transaction_id_fkey FOREIGN KEY (resolution_transaction_id) REFERENCES public.ledger_transactions(id);
+
+
+--
 -- Name: cold_transfer_approvals cold_transfer_approvals_cold_transfer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5847,6 +6656,14 @@ ALTER TABLE ONLY public.deposit_case_resolutions
 
 ALTER TABLE ONLY public.deposit_case_votes
     ADD CONSTRAINT deposit_case_votes_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.deposit_cases(id);
+
+
+--
+-- Name: deposit_cases deposit_cases_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.deposit_cases
+    ADD CONSTRAINT deposit_cases_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.cases(id);
 
 
 --
@@ -5986,6 +6803,14 @@ ALTER TABLE ONLY public.outgoing_attempts
 
 
 --
+-- Name: provider_statement_records provider_statement_records_statement_id_provider_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_statement_id_provider_fkey FOREIGN KEY (statement_id, provider) REFERENCES public.provider_statements(id, provider);
+
+
+--
 -- Name: sweep_events sweep_events_attempt_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6079,6 +6904,14 @@ ALTER TABLE ONLY public.webhook_endpoints
 
 ALTER TABLE ONLY public.withdrawal_case_resolutions
     ADD CONSTRAINT withdrawal_case_resolutions_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.withdrawal_cases(id);
+
+
+--
+-- Name: withdrawal_cases withdrawal_cases_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_cases
+    ADD CONSTRAINT withdrawal_cases_case_id_fkey FOREIGN KEY (case_id) REFERENCES public.cases(id);
 
 
 --
@@ -6192,6 +7025,7 @@ GRANT SELECT,UPDATE ON TABLE public.account_balances TO custody_ledger_writer;
 
 GRANT SELECT,INSERT ON TABLE public.accounts TO custody_app;
 GRANT SELECT ON TABLE public.accounts TO custody_withdrawal_writer;
+GRANT SELECT ON TABLE public.accounts TO custody_ledger_writer;
 
 
 --
@@ -6299,6 +7133,83 @@ GRANT SELECT,INSERT ON TABLE public.balance_checkpoints TO custody_app;
 --
 
 GRANT SELECT,USAGE ON SEQUENCE public.balance_checkpoints_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE cases; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.observed; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(observed) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.evidence; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(evidence) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.status; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(status) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.last_seen_at; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(last_seen_at) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.seen_count; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(seen_count) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.resolution; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(resolution) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.resolved_by; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(resolved_by) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.resolved_at; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(resolved_at) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: COLUMN cases.resolution_transaction_id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(resolution_transaction_id) ON TABLE public.cases TO custody_app;
+
+
+--
+-- Name: SEQUENCE cases_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.cases_id_seq TO custody_app;
 
 
 --
@@ -6530,6 +7441,20 @@ GRANT USAGE ON SEQUENCE public.ledger_postings_id_seq TO custody_ledger_writer;
 
 
 --
+-- Name: TABLE ledger_seals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_seals TO custody_app;
+
+
+--
+-- Name: SEQUENCE ledger_seals_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_seals_id_seq TO custody_app;
+
+
+--
 -- Name: TABLE ledger_transactions; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6581,6 +7506,34 @@ GRANT SELECT,USAGE ON SEQUENCE public.outgoing_attempts_id_seq TO custody_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.provider_inbox TO custody_app;
+
+
+--
+-- Name: TABLE provider_statement_records; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_statement_records TO custody_app;
+
+
+--
+-- Name: SEQUENCE provider_statement_records_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.provider_statement_records_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE provider_statements; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_statements TO custody_app;
+
+
+--
+-- Name: SEQUENCE provider_statements_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.provider_statements_id_seq TO custody_app;
 
 
 --

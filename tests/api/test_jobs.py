@@ -62,10 +62,10 @@ def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:
 
 def test_build_jobs_without_chains_and_with_a_filter(engine: Engine) -> None:
     names = [j.name for j in build_jobs(engine, None, None)]
-    assert names == ["webhooks.deliver", "ledger.reconcile", "ledger.checkpoint",
-                     "maintenance.cleanup"]
+    assert names == ["webhooks.deliver", "ledger.reconcile", "reconcile.histories",
+                     "reconcile.aging", "ledger.checkpoint", "ledger.seal", "maintenance.cleanup"]
     assert [j.name for j in build_jobs(engine, None, None, only=["ledger"])] == [
-        "ledger.reconcile", "ledger.checkpoint"]
+        "ledger.reconcile", "ledger.checkpoint", "ledger.seal"]
 
 
 def test_reconciliation_drift_is_one_alert_delivered_to_alert_endpoints(
@@ -87,12 +87,27 @@ def test_reconciliation_drift_is_one_alert_delivered_to_alert_endpoints(
                 conn.execute(sa.text(
                     "UPDATE account_balances SET balance = balance - 1 WHERE balance < 0"))
             assert run_locked(engine, job) and run_locked(engine, job)
-            assert deliver_due(engine).delivered == 1
-        [alert] = receiver.requests
-        assert alert.event_type == "alert.ledger_drift" and alert.signature_valid
-        assert alert.document["data"]["findings"][0]["kind"] == "balance_drift"
+            # One drift alert, and one alert per case the findings opened (the second run
+            # re-sights the same cases: nothing new).
+            assert deliver_due(engine).delivered == 1 + len(open_cases(engine))
+        drift, *opened = receiver.requests
+        assert drift.event_type == "alert.ledger_drift" and drift.signature_valid
+        assert drift.document["data"]["findings"][0]["kind"] == "balance_drift"
+        assert {a.event_type for a in opened} == {"alert.case_opened"}
+        assert sorted(a.document["data"]["case_id"] for a in opened) == sorted(
+            str(c.id) for c in open_cases(engine))
+        assert all(c.seen_count == 2 for c in open_cases(engine))
     finally:
         receiver.stop()
+
+
+def open_cases(engine: Engine) -> list[Any]:
+    """The open cases (reconcile.service)."""
+    from config.uow import UnitOfWork
+    from reconcile import service
+
+    with UnitOfWork(engine) as uow:
+        return service.open_cases(uow)
 
 
 def metric(text: str, name: str, **labels: str) -> float | None:
@@ -164,7 +179,8 @@ def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: E
     by_job: dict[str, list[sa.Row[Any]]] = defaultdict(list)
     for r in rows:
         by_job[r.job].append(r)
-    assert set(by_job) == {"webhooks.deliver", "ledger.reconcile", "ledger.checkpoint",
+    assert set(by_job) == {"webhooks.deliver", "ledger.reconcile", "reconcile.histories",
+                           "reconcile.aging", "ledger.checkpoint", "ledger.seal",
                            "maintenance.cleanup"}
     for job, runs in by_job.items():
         for a, b in zip(runs, runs[1:], strict=False):

@@ -1,7 +1,8 @@
 -- deposit_cases: durable cases about deposits (a credited deposit whose block stopped being
 -- canonical). Append-only: a case is open until a row in deposit_case_resolutions names it.
 -- Each case writes an alert.<kind> event into outbox_events in the same transaction
--- (evt_case_<id>).
+-- (evt_case_<id>). Each new case is also a row of cases (the one list of every case), opened by
+-- the BEFORE INSERT trigger below, whose id the deposit case takes.
 
 -- Deposit cases (a credited deposit whose block stopped being canonical) -> alert.<kind>.
 CREATE OR REPLACE FUNCTION outbox_deposit_case() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -35,3 +36,46 @@ CREATE TRIGGER deposit_cases_outbox AFTER INSERT ON deposit_cases
 DROP TRIGGER IF EXISTS deposit_cases_append_only ON deposit_cases;
 CREATE TRIGGER deposit_cases_append_only BEFORE UPDATE OR DELETE ON deposit_cases
   FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+
+-- A new deposit case opens its row in cases (type = kind, subject deposit:<id>) and takes that
+-- case's id, so one number names it in cases, in deposit_cases and in its alert. The same kind
+-- and deposit again (the watcher sees the deep reorg again; its insert says ON CONFLICT DO
+-- NOTHING) writes no second row: the open case is re-sighted and the insert skipped.
+CREATE OR REPLACE FUNCTION cases_open_deposit_case() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d record;
+  known record;
+BEGIN
+  SELECT c.id, c.case_id INTO known FROM deposit_cases c
+   WHERE c.kind = NEW.kind AND c.deposit_id = NEW.deposit_id;
+  IF FOUND THEN
+    UPDATE cases SET last_seen_at = greatest(last_seen_at, NEW.opened_at),
+                     seen_count = seen_count + 1, evidence = jsonb_build_object(
+                       'expected', NEW.expected, 'observed', NEW.observed)
+     WHERE id = known.case_id AND status = 'open';
+    RETURN NULL;
+  END IF;
+  SELECT dep.chain, dep.tx_hash, dep.position, dep.asset_code, dep.amount_minor INTO d
+    FROM deposits dep WHERE dep.id = NEW.deposit_id;
+  NEW.id := nextval('cases_id_seq');
+  NEW.case_id := NEW.id;
+  INSERT INTO cases (id, type, subject, refs, expected, observed, evidence, first_seen_at,
+                     last_seen_at, opened_by)
+  VALUES (NEW.id, NEW.kind, 'deposit:' || NEW.deposit_id,
+          jsonb_strip_nulls(jsonb_build_object(
+            'deposit_id', NEW.deposit_id::text, 'deposit_case_id', NEW.id::text,
+            'ledger_transaction_id', NEW.ledger_transaction_id::text, 'chain', d.chain,
+            'tx_hash', d.tx_hash, 'position', d.position, 'asset', d.asset_code)),
+          d.amount_minor::text, NULL,
+          jsonb_build_object('expected', NEW.expected, 'observed', NEW.observed),
+          NEW.opened_at, NEW.opened_at, 'deposits.watcher');
+  RETURN NEW;
+END
+$$;
+
+DROP TRIGGER IF EXISTS deposit_cases_open_case ON deposit_cases;
+CREATE TRIGGER deposit_cases_open_case BEFORE INSERT ON deposit_cases
+  FOR EACH ROW EXECUTE FUNCTION cases_open_deposit_case();
+DROP TRIGGER IF EXISTS deposit_cases_no_truncate ON deposit_cases;
+CREATE TRIGGER deposit_cases_no_truncate BEFORE TRUNCATE ON deposit_cases
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
