@@ -11,6 +11,7 @@ next run and its chain then runs.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 import subprocess
@@ -126,9 +127,12 @@ def test_a_mismatch_refuses_that_chain_while_the_other_keeps_crediting(
     for job in ("deposits.watch:bad", "withdrawals.process:bad"):
         details = {r.detail for r in runs if r.job == job}
         assert details == {f"config_mismatch: {line}"}, details
-    # Said once, however often the jobs run: one CRITICAL line, one alert event.
-    critical = [r for r in caplog.records if r.name == "custody.alerts"]
-    assert [(r.levelno, r.getMessage()) for r in critical] == [(logging.CRITICAL, line)]
+    # Said once, however often the jobs run: one CRITICAL line, one alert event and its one
+    # structured line (what to do next).
+    said = [r for r in caplog.records if r.name == "custody.alerts"]
+    assert [(r.levelno, r.getMessage()) for r in said][0] == (logging.CRITICAL, line)
+    assert [(r.levelno, getattr(r, "kind", None), bool(getattr(r, "next", None)))
+            for r in said[1:]] == [(logging.ERROR, "config_mismatch", True)]
     assert not [r for r in caplog.records
                 if r.name == "custody.jobs" and r.levelno >= logging.WARNING]
     [alert] = _rows(engine, "SELECT payload FROM outbox_events "
@@ -185,9 +189,11 @@ def test_watch_and_withdrawals_process_check_first(engine: Engine, database_url:
     assert only_bad.returncode == 2 and "watching" not in only_bad.stdout
     processed = _cli(database_url, config, "withdrawals", "process", "bad", "--steps", "1")
     assert processed.returncode == 2
-    # The CRITICAL log line (Python's last-resort handler: this command sets up no logging)
-    # and the command's error line.
-    assert processed.stderr.splitlines() == [line, f"error [config_mismatch]: {line}"]
+    # The CRITICAL log line (JSON, as every command logs) and the command's error line; the
+    # alert was raised by the watch already (once per finding: no second alert line).
+    logged, error = processed.stderr.splitlines()
+    assert (json.loads(logged)["level"], json.loads(logged)["message"]) == ("CRITICAL", line)
+    assert error == f"error [config_mismatch]: {line}"
     [alert] = _rows(engine, "SELECT payload FROM outbox_events "
                             "WHERE type = 'alert.config_mismatch'")
     assert alert.payload["chain"] == "bad"

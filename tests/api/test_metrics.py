@@ -75,22 +75,27 @@ def test_the_exposition_parses_follows_the_conventions_and_has_no_empty_family(
 
 def test_http_requests_are_counted_by_route_template_method_and_status(api: Api) -> None:
     user = api.new_user()
+    # The counters are the process's (other tests' requests included): compare two scrapes.
+    before = scrape(api.call("GET", "/metrics", "sam").text)
     for _ in range(3):  # answered by the fast path, before the router
         assert api.call("GET", f"/v1/users/{user}/balances", "acme").status_code == 200
     assert api.call("GET", f"/v1/users/{user}/deposits", "acme").status_code == 200
     assert api.call("GET", "/v1/users/nobody-0001/deposits", "acme").status_code == 404
     assert api.call("GET", f"/no/such/{user}").status_code == 404
     families = scrape(api.call("GET", "/metrics", "sam").text)
+
+    def grew(name: str, **labels: str) -> float:
+        return (value(families, name, **labels) or 0) - (value(before, name, **labels) or 0)
+
     balances = {"route": "/v1/users/{user_id}/balances", "method": "GET", "status": "200"}
-    assert value(families, "custody_http_requests_total", **balances) == 3
-    assert value(families, "custody_http_request_duration_seconds_count", **balances) == 3
-    assert value(families, "custody_http_request_duration_seconds_bucket", le="+Inf",
-                 **balances) == 3
+    assert grew("custody_http_requests_total", **balances) == 3
+    assert grew("custody_http_request_duration_seconds_count", **balances) == 3
+    assert grew("custody_http_request_duration_seconds_bucket", le="+Inf", **balances) == 3
     deposits = {"route": "/v1/users/{user_id}/deposits", "method": "GET"}
-    assert value(families, "custody_http_requests_total", status="200", **deposits) == 1
-    assert value(families, "custody_http_requests_total", status="404", **deposits) == 1
-    assert value(families, "custody_http_requests_total", route="<unmatched>", method="GET",
-                 status="404") == 1
+    assert grew("custody_http_requests_total", status="200", **deposits) == 1
+    assert grew("custody_http_requests_total", status="404", **deposits) == 1
+    assert grew("custody_http_requests_total", route="<unmatched>", method="GET",
+                status="404") == 1
     # No raw path in any label: the label values stay bounded whatever the clients ask.
     labels = {v for samples in families.values() for s in samples for v in s.labels.values()}
     assert not any(user in v or "nobody" in v for v in labels)
