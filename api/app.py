@@ -178,9 +178,9 @@ def create_app_from_settings(settings: Settings | None = None,
     from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
     from config.database import get_engine
-    from config.logging import register_configured_secrets, setup_logging
+    from config.logging import ensure_logging, register_configured_secrets
 
-    setup_logging()
+    ensure_logging()
 
     chains = load_chains_config(config_path)
     wcfg = load_withdrawals_if_present(chains, config_path)

@@ -63,6 +63,9 @@ def serve(
     import uvicorn
 
     from api.app import create_app_from_settings
+    from config.logging import ensure_logging
+
+    ensure_logging()
 
     # Built here even with several workers: a bad configuration or an unmigrated database is
     # reported once, in one line, before any process starts.

@@ -104,6 +104,9 @@ def serve(
 ) -> None:
     """Serve the HTTP API (uvicorn) and run the scheduler in the same process."""
     from api.app import create_app, keep_startup_out_of_gc
+    from config.logging import ensure_logging
+
+    ensure_logging()
 
     scheduler, chains, wcfg, scfg = _scheduler(config, interval_s, job, required=True)
     assert chains is not None
@@ -137,6 +140,9 @@ def worker(
 ) -> None:
     """Run the scheduler alone (no HTTP). Without a configuration only the jobs that need no
     chain run (webhooks, reconciliation, checkpoints, cleanup)."""
+    from config.logging import ensure_logging
+
+    ensure_logging()
     scheduler, _, _, _ = _scheduler(config, interval_s, job, required=False)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -240,6 +246,8 @@ def demo(
 ) -> None:
     """The whole engine on a fresh machine: embedded PostgreSQL, anvil, deposits through a
     reorg, a withdrawal, webhooks; then the API stays up until Ctrl-C."""
+    from config.logging import ensure_logging
     from devtools.demo import run_demo
 
+    ensure_logging("WARNING")  # the demo tells its story on stdout
     run_demo(console, port=port)

@@ -267,3 +267,13 @@ def setup_logging(fmt: str | None = None, *, level: str | None = None,
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     register_environment_secrets()
     return handler
+
+
+def ensure_logging(level: str = "INFO") -> logging.Handler:
+    """``setup_logging`` unless it ran already in this process (the ``custody`` callback's
+    ``--log-format`` wins): what each command that runs the engine calls first, so that it logs
+    the same when its Typer group is run on its own."""
+    for handler in logging.getLogger().handlers:
+        if handler.get_name() == _HANDLER_NAME:
+            return handler
+    return setup_logging(level=os.environ.get(LEVEL_ENV) or level)
