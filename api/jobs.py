@@ -427,7 +427,7 @@ def provider_recheck(engine: Engine, now: datetime) -> Recorded:
 
     with UnitOfWork(engine) as uow:
         checks = provider.recheck_latest(uow)
-        recorded = record_and_alert(uow, "reconcile.provider",
+        recorded = record_and_alert(uow, provider.CHECK,
                                     [f for c in checks for f in c.findings], now)
         uow.commit()
     return recorded
