@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from sqlalchemy.engine import Engine
+
 from api import outbox
-from config.uow import UnitOfWork
+from config.uow import UnitOfWork, run_in_transaction
 from reconcile import service
 from reconcile.model import Case, Finding, Recorded
 
@@ -23,6 +25,14 @@ def record_and_alert(uow: UnitOfWork, opened_by: str, findings: Sequence[Finding
         case = service.get_case(uow, case_id)
         outbox.raise_alert(uow.conn, "case_opened", f"case:{case.id}", alert_payload(case))
     return recorded
+
+
+def record_check(engine: Engine, opened_by: str, findings: Sequence[Finding],
+                 now: datetime) -> Recorded:
+    """``record_and_alert`` in a unit of work of its own, committed (retried whole on a
+    serialization failure or deadlock): what a check's job and CLI command run."""
+    return run_in_transaction(engine, lambda uow: record_and_alert(uow, opened_by, findings,
+                                                                    now))
 
 
 def alert_payload(case: Case) -> dict[str, object]:

@@ -24,6 +24,30 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 period_app = typer.Typer(help="Accounting periods.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(period_app, name="period")
+#: The commands that run the engine: their logs (JSON lines on stderr) are at INFO; the other
+#: commands log warnings only (they report on stdout themselves).
+SERVICE_COMMANDS = frozenset({"serve", "api", "worker", "watch"})
+
+
+@app.callback()
+def _logging(
+    ctx: typer.Context,
+    log_format: Annotated[str | None, typer.Option(
+        "--log-format", help="Log lines on stderr: json (one object per line, the default) or "
+                             "text (for humans); also $CUSTODY_LOG_FORMAT.")] = None,
+) -> None:
+    """Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL."""
+    import os
+
+    from config.logging import FORMAT_ENV, FORMATS, LEVEL_ENV, setup_logging
+
+    if log_format is not None and log_format not in FORMATS:
+        raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--log-format")
+    if log_format is not None:
+        os.environ[FORMAT_ENV] = log_format  # Read again by `custody api --workers N`'s workers.
+    level = os.environ.get(LEVEL_ENV) or (
+        "INFO" if ctx.invoked_subcommand in SERVICE_COMMANDS else "WARNING")
+    setup_logging(log_format, level=level)
 
 
 
@@ -205,6 +229,7 @@ from api.cli_api import api_cli  # noqa: E402
 from api.cli_config import config_app  # noqa: E402
 from api.cli_deposits import deposits_app  # noqa: E402
 from api.cli_holdings import holdings_cli  # noqa: E402
+from api.cli_reconcile import reconcile_cli  # noqa: E402  (also cases list/show)
 from api.cli_service import service_cli  # noqa: E402
 from api.cli_treasury import treasury_cli  # noqa: E402
 from api.cli_withdrawals import withdrawal_app, withdrawals_app  # noqa: E402
@@ -215,8 +240,9 @@ app.add_typer(withdrawals_app, name="withdrawals")  # open, process
 app.add_typer(api_cli)  # keys create, api
 app.add_typer(service_cli)  # serve, worker, webhooks, demo
 app.add_typer(config_app, name="config")  # check
-app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases list/resolve/approve
+app.add_typer(treasury_cli)  # treasury expect/fundings/show, cases resolve/approve
 app.add_typer(holdings_cli)  # holdings
+app.add_typer(reconcile_cli)  # reconcile ledger/histories/aging
 
 from api.cli_sweeps import sweeps_cli  # noqa: E402
 

@@ -87,6 +87,9 @@ def run(
 @friendly
 def verify(
     full: Annotated[bool, typer.Option(help="From the first seal, not the checkpoint's.")] = False,
+    in_python: Annotated[bool, typer.Option(
+        "--in-python", help="Build the canonical form in Python from the plain columns (slower; "
+                            "independent of any SQL the database runs).")] = False,
 ) -> None:
     """Recompute the seal chain; exit 1 and name what changed if anything did."""
     from config.database import get_engine
@@ -95,7 +98,7 @@ def verify(
 
     with repo.snapshot(get_engine(), read_only=True) as conn:
         base = None if full else repo.newest_verified_checkpoint(conn)
-        report = verify_seals(conn, base)
+        report = verify_seals(conn, base, leaves="python" if in_python else "sql")
     start = "the first seal" if report.anchor_seal_id is None \
         else f"seal {report.anchor_seal_id} (checkpoint)"
     if not report.discrepancies:

@@ -82,13 +82,15 @@ def _scheduler(config: str | None, interval_s: float | None, only: list[str] | N
                                         SweepsConfig | None]:
     from api.jobs import Intervals, Scheduler, build_jobs
     from config.database import get_engine
+    from config.reconcile import load_reconcile_config
 
     chains, wcfg = load_configs(config, required=required)
     scfg = load_sweeps(config, chains, wcfg)
     intervals = Intervals.uniform(interval_s) if interval_s else Intervals()
     engine = get_engine()
     return Scheduler(engine, build_jobs(engine, chains, wcfg, intervals=intervals,
-                                        only=only or (), scfg=scfg)), chains, wcfg, scfg
+                                        only=only or (), scfg=scfg,
+                                        rcfg=load_reconcile_config(config))), chains, wcfg, scfg
 
 
 @service_cli.command("serve")
@@ -122,7 +124,8 @@ def run_uvicorn(app: Any, host: str, port: int, *, log_level: str = "info") -> N
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws="none")
+    # log_config=None: uvicorn's lines go through config.logging's handler (JSON, redacted).
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws="none", log_config=None)
 
 
 @service_cli.command("worker")

@@ -1,5 +1,6 @@
-"""``custody treasury`` and ``custody cases``: declared fundings, the treasury report, and the
-two-admin resolution of unattributed transfers to our own addresses.
+"""``custody treasury`` and ``custody cases``: declared fundings, the treasury report, the
+resolution of any case, and the two-admin resolution of unattributed transfers to our own
+addresses (``custody cases list`` and ``show`` are in ``api.cli_reconcile``).
 
 Mounted by ``api/cli.py`` with ``app.add_typer(treasury_cli)`` (no name: ``treasury`` and
 ``cases`` appear at the top level). The chain configuration comes from ``$CUSTODY_CONFIG`` (or
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
 treasury_cli = typer.Typer(help="Treasury and own-address cases.")
 treasury_app = typer.Typer(help="Treasury: declared fundings and the treasury report.",
                            no_args_is_help=True)
-cases_app = typer.Typer(help="Cases: unattributed transfers to our own addresses, deep reorgs.",
-                        no_args_is_help=True)
+cases_app = typer.Typer(help="Cases: every discrepancy and deposit or withdrawal case of the "
+                             "engine.", no_args_is_help=True)
 treasury_cli.add_typer(treasury_app, name="treasury")
 treasury_cli.add_typer(cases_app, name="cases")
 
@@ -196,50 +197,43 @@ def _decision(d: CaseOutcome) -> None:
                       "another admin approves it with `custody cases approve`", highlight=False)
 
 
-@cases_app.command("list")
-@friendly
-def list_cases(
-    resolved: Annotated[bool, typer.Option("--all", help="Resolved cases too, with their "
-                                                         "outcome.")] = False,
-) -> None:
-    """Open cases (without a resolution), oldest first; with --all every case, with how it
-    was resolved (outcome, approver, resolution ledger transaction, and the withdrawal of a
-    return or of a refund to the sender)."""
-    from config.database import get_engine
-    from config.uow import UnitOfWork
-    from deposits import own
-
-    with UnitOfWork(get_engine()) as uow:
-        found = own.list_cases(uow, resolved=resolved)
-    table = Table(title="cases" if resolved else "open cases")
-    for column in ("id", "kind", "deposit", "ledger tx", "observed", "opened", "outcome",
-                   "resolved by", "resolution tx", "withdrawal"):
-        table.add_column(column)
-    for c in found:
-        table.add_row(str(c.id), c.kind, str(c.deposit_id), str(c.ledger_transaction_id or ""),
-                      json.dumps(c.observed), c.opened_at.isoformat(timespec="seconds"),
-                      c.outcome or "", ", ".join(filter(None, (c.resolved_by, c.approved_by))),
-                      str(c.resolution_transaction_id or ""), str(c.withdrawal_id or ""))
-    console.print(table)
-
-
 @cases_app.command("resolve")
 @friendly
 def resolve(
     case_id: Annotated[int, typer.Argument(help="Case id.")],
-    outcome: Annotated[str, typer.Option("--as", help="capital (company money), return (of "
-                                                      "--withdrawal) or refund (back to the "
-                                                      "sender, minus the withdrawal fee_max).")],
-    by: Annotated[str, typer.Option(help="The admin proposing it.")],
-    reason: Annotated[str, typer.Option(help="Why.")],
+    by: Annotated[str, typer.Option(help="Who resolves it (an own-address case: the admin "
+                                         "proposing).")],
+    resolution: Annotated[str | None, typer.Option(help="How it was resolved (any case but "
+                                                        "an own-address one).")] = None,
+    transaction: Annotated[int | None, typer.Option(help="The new ledger transaction that "
+                                                         "fixed it (it references the "
+                                                         "case).")] = None,
+    outcome: Annotated[str | None, typer.Option("--as", help="An own-address case: capital "
+                                                             "(company money), return (of "
+                                                             "--withdrawal) or refund (back to "
+                                                             "the sender, minus the withdrawal "
+                                                             "fee_max).")] = None,
+    reason: Annotated[str | None, typer.Option(help="With --as: why.")] = None,
     withdrawal: Annotated[int | None, typer.Option(help="For --as return: the settled "
                                                         "withdrawal it returns.")] = None,
 ) -> None:
-    """Propose how to resolve an unattributed own-address case; another admin approves."""
+    """Resolve a case once (--resolution, and --transaction when the case is about a ledger
+    transaction), or propose how to resolve an unattributed own-address case (--as, --reason;
+    another admin approves with `custody cases approve`)."""
+    from api.cli_reconcile import resolve_case
     from config.database import get_engine
     from config.uow import run_in_transaction
     from deposits import own
+    from deposits.errors import CaseResolutionInvalid
 
+    if outcome is None:
+        if resolution is None:
+            raise CaseResolutionInvalid("give --resolution TEXT (or --as for an own-address "
+                                        "case)")
+        resolve_case(case_id, by, resolution, transaction)
+        return
+    if reason is None:
+        raise CaseResolutionInvalid("--as needs --reason")
     _decision(run_in_transaction(get_engine(), lambda uow: own.propose_resolution(
         uow, case_id, outcome=outcome, by=by, reason=reason, withdrawal_id=withdrawal)))
 

@@ -9,9 +9,12 @@
   every ``custody_s``); the custody providers' newest statements matched again
   (``reconcile.provider``); both record their findings as cases (``api.cases``);
   open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
-  ``alert.ledger_drift`` event when anything drifted); a balance checkpoint; the ledger seal
-  (``ledger.seal``: seals over newly committed transactions); webhook delivery;
-  cleanup of idempotency records, rate-limit windows and the run log.
+  ``alert.ledger_drift`` event when anything drifted, and a case per finding), the deposit
+  histories against the ledger (``reconcile.histories``) and items waiting too long
+  (``reconcile.aging``), each finding a case (``api.cases.record_and_alert``:
+  ``alert.case_opened`` once per case); a balance checkpoint; the ledger seal (``ledger.seal``:
+  seals over newly committed transactions); webhook delivery; cleanup of
+  idempotency records, rate-limit windows and the run log.
 - Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
   skips the run if another process holds it: two processes never run the same job at once.
   The run is logged in ``job_runs`` before the lock is released (SQL:
@@ -30,6 +33,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -51,6 +55,8 @@ from api import outbox
 from api.repository import jobs as repo
 from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
+from config.logging import correlated, new_correlation_id, register_configured_secrets
+from config.reconcile import ReconcileConfig
 from config.sweeps import SweepsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
@@ -89,14 +95,15 @@ class Intervals:
     sweeps_s: float = 5.0
     hot_limits_s: float = 60.0
     seal_s: float = 10.0
+    histories_s: float = 300.0
+    aging_s: float = 300.0
     #: Custody against the chain reads every address we control at the final block: less often.
     custody_s: float = 600.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
         """Every job every ``seconds`` (tests, the demo)."""
-        return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds, seconds,
-                   seconds, seconds, seconds)
+        return cls(**{f.name: seconds for f in dataclasses.fields(cls)})
 
 
 @dataclass
@@ -128,8 +135,12 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             return False
         started = datetime.now(UTC)
         outcome, detail = "ok", None
+        # A fresh correlation id per step: every line it writes, the ledger's ``posted`` lines
+        # with their transaction ids included, carries it and the job's name.
+        step_id = new_correlation_id()
         try:
-            job.step(now or started)
+            with correlated(step_id, job=job.name):
+                job.step(now or started)
         except ChainRefused as exc:
             # Reported once, loudly, by the chain's gate; every later run only records it.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
@@ -139,12 +150,14 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             # .InvariantBroken): they land below. The withdrawal processor never lets one
             # escape its step: it holds the withdrawal concerned and raises an alert.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
-            log.warning("job %s: %s", job.name, detail)
+            log.warning("job %s: %s", job.name, detail,
+                        extra={"job": job.name, "correlation_id": step_id, "code": exc.code})
         except Exception as exc:
             # A programmer error or a broken invariant: loud, logged with its traceback and
             # recorded, so operations see it; the job keeps its schedule.
             outcome, detail = "error", f"{type(exc).__name__}: {exc}"[:2000]
-            log.exception("job %s failed", job.name)
+            log.exception("job %s failed", job.name,
+                          extra={"job": job.name, "correlation_id": step_id})
         finally:
             try:
                 repo.insert_run(conn, job=job.name, worker=WORKER, started_at=started,
@@ -173,21 +186,47 @@ class LedgerDrift(CustodyError):
 
 def reconcile(engine: Engine, now: datetime) -> None:
     """Verify the ledger; any drift becomes an ``alert.ledger_drift`` event (once per distinct
-    set of findings), a log error and an error outcome of the run (LedgerDrift)."""
+    set of findings), a case per finding (``reconcile.ledger``: opened, or re-sighted when it
+    is open already, with ``alert.case_opened`` per new case), a log error and an error outcome
+    of the run (LedgerDrift)."""
+    from api.cases import record_and_alert
     from ledger.integrity import verify
+    from reconcile import ledger as ledger_check
 
     report = verify(engine)
     if report.ok:
         return
     findings = sorted(str(d) for d in report.discrepancies)
     log.error("ledger drift: %d findings: %s", len(findings), "; ".join(findings[:5]))
+    cases = ledger_check.findings_of(engine, report)
     with UnitOfWork(engine) as uow:
         outbox.raise_alert(uow.conn, "ledger_drift", "\n".join(findings), {
             "findings": [{"kind": d.kind, "subject": d.subject, "expected": d.expected,
                           "observed": d.observed} for d in report.discrepancies[:100]],
-            "count": len(findings), "detected_at": now.isoformat()})
+            "count": len(findings), "detected_at": now.isoformat(),
+            "next": "run custody verify to see each finding; stored balances off the postings: "
+                    "custody rebuild-balances; postings wrong: a correcting transaction "
+                    "(custody reverse TXID ...) referencing the finding"})
+        record_and_alert(uow, ledger_check.CHECK, cases, now)
         uow.commit()
     raise LedgerDrift(f"{len(findings)} findings: {'; '.join(findings[:5])}")
+
+
+def reconcile_histories(engine: Engine, now: datetime) -> object:
+    """The deposit histories against the ledger; every finding a case."""
+    from api.cases import record_check
+    from reconcile import histories
+
+    return record_check(engine, histories.CHECK, histories.run(engine, now=now), now)
+
+
+def reconcile_aging(engine: Engine, cfg: ReconcileConfig, now: datetime) -> object:
+    """Reserves, unknown and held withdrawals, deposits held for review, waiting longer than
+    their thresholds; every finding a case (about the withdrawal or deposit)."""
+    from api.cases import record_check
+    from reconcile import aging
+
+    return record_check(engine, aging.CHECK, aging.run(engine, cfg, now=now), now)
 
 
 def checkpoint(engine: Engine, now: datetime) -> None:
@@ -226,6 +265,11 @@ def last_runs(uow: UnitOfWork) -> list[LastRun]:
             for job, finished_at, outcome, detail in repo.last_runs(uow.conn)]
 
 
+def last_successes(uow: UnitOfWork) -> dict[str, datetime]:
+    """When the newest successful run of each job ended (the run log keeps it: ``cleanup``)."""
+    return dict(repo.last_successes(uow.conn))
+
+
 def drift_findings(runs: Sequence[LastRun]) -> int | None:
     """Findings of the newest reconciliation (0: clean), None when it has not run."""
     for run in runs:
@@ -262,19 +306,32 @@ def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
             row = item.row
             outbox.raise_alert(uow.conn, "withdrawal_overdue", f"{row.withdrawal_id}", {
                 "withdrawal_id": str(row.withdrawal_id), "age_s": int(item.age_s),
-                "sla_s": cfg.open_item_sla_s})
+                "sla_s": cfg.open_item_sla_s, "state": row.state,
+                "next": f"custody withdrawal show {row.withdrawal_id}: find why it has not "
+                        "settled (an unknown outcome goes down the ladder, never released on "
+                        "a timer)"})
         uow.commit()
 
 
 def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsConfig | None, *,
                intervals: Intervals | None = None, environ: dict[str, str] | None = None,
-               only: Sequence[str] = (), scfg: SweepsConfig | None = None) -> list[Job]:
+               only: Sequence[str] = (), scfg: SweepsConfig | None = None,
+               rcfg: ReconcileConfig | None = None) -> list[Job]:
     """Every job of this deployment (``only``: names or name prefixes to keep; ``scfg``: the
-    ``[sweeps]`` section, whose chains get a sweeper and a hot-limit check)."""
+    ``[sweeps]`` section, whose chains get a sweeper and a hot-limit check; ``rcfg``: the
+    ``[reconcile]`` thresholds, by default the reserve SLA of ``wcfg`` and the defaults)."""
     iv = intervals or Intervals()
+    if rcfg is None:
+        rcfg = ReconcileConfig(**({"reserve_sla_s": wcfg.open_item_sla_s} if wcfg else {}))
+    aging_cfg = rcfg
+    # The secrets this deployment's configuration names never reach a log line.
+    register_configured_secrets([chains, wcfg, scfg], environ)
     jobs = [
         Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
         Job("ledger.reconcile", iv.reconcile_s, lambda now: reconcile(engine, now)),
+        Job("reconcile.histories", iv.histories_s,
+            lambda now: reconcile_histories(engine, now)),
+        Job("reconcile.aging", iv.aging_s, lambda now: reconcile_aging(engine, aging_cfg, now)),
         Job("ledger.checkpoint", iv.checkpoint_s, lambda now: checkpoint(engine, now)),
         Job("ledger.seal", iv.seal_s, lambda now: seal(engine, now)),
         Job("maintenance.cleanup", iv.cleanup_s, lambda now: cleanup(engine, now)),
@@ -527,7 +584,10 @@ def report_mismatch(engine: Engine, report: ProbeReport, now: datetime) -> None:
         outbox.raise_alert(uow.conn, "config_mismatch", f"{report.chain}:" + "\n".join(lines), {
             "chain": report.chain, "detected_at": now.isoformat(),
             "mismatches": [{"field": f.field, "configured": f.configured,
-                            "observed": f.observed} for f in report.mismatches]})
+                            "observed": f.observed} for f in report.mismatches],
+            "next": f"fix chain {report.chain} in the configuration file (or its node's URL), "
+                    "check it with custody config check, then restart: the chain's jobs stay "
+                    "refused until then"})
         uow.commit()
 
 
@@ -612,6 +672,12 @@ class Scheduler:
     def _run(self, job: Job) -> None:
         run_locked(self.engine, job, stats=self.stats)
 
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler is started and its thread alive (``/readyz``)."""
+        thread = getattr(self._scheduler, "_thread", None)
+        return bool(self._scheduler.running and thread is not None and thread.is_alive())
+
     def start(self) -> None:
         """Start running jobs in background threads."""
         self._scheduler.start()
@@ -630,6 +696,7 @@ class Scheduler:
         async def hook(app: FastAPI) -> AsyncIterator[None]:
             import asyncio
 
+            app.state.scheduler = self  # what /readyz checks
             self.start()
             try:
                 yield

@@ -23,6 +23,7 @@ from config.errors import ConfigurationInvalid, CustodyError, DatabaseUnavailabl
 from config.uow import sqlstate
 from deposits import errors as de
 from ledger import errors as le
+from reconcile import errors as rce
 from sweeps import errors as se
 from withdrawals import errors as we
 
@@ -149,6 +150,9 @@ STATUS: dict[type[CustodyError], int] = {
     se.RequestKeyReused: 422,
     se.AdminRequired: 403,
     se.HotHoldingUnavailable: 503,
+    rce.ReconcileError: 409,
+    rce.CaseNotFound: 404,
+    rce.CaseResolutionInvalid: 422,
 }
 
 

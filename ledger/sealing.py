@@ -179,21 +179,28 @@ def compute_seal(
     sealed_at: datetime,
 ) -> SealContent:
     """The seal of ``txs`` (in id order, at least one) following the seal ``previous_hash``."""
-    assert txs, "a seal covers at least one transaction"
-    leaves = [leaf_hash(tx) for tx in txs]
+    return seal_of_leaves(previous_hash, from_transaction_id, [tx.id for tx in txs],
+                          [leaf_hash(tx) for tx in txs], sum(len(tx.postings) for tx in txs),
+                          sealed_at)
+
+
+def seal_of_leaves(
+    previous_hash: str, from_transaction_id: int, ids: Sequence[int], leaves: Sequence[bytes],
+    postings_count: int, sealed_at: datetime,
+) -> SealContent:
+    """The seal of transactions given by their ids and leaf hashes (in id order, at least one)."""
+    assert ids and len(ids) == len(leaves), "a seal covers at least one transaction"
     header = SealHeader(
         previous_hash=previous_hash,
         from_transaction_id=from_transaction_id,
-        through_transaction_id=txs[-1].id,
-        transactions_count=len(txs),
-        postings_count=sum(len(tx.postings) for tx in txs),
+        through_transaction_id=ids[-1],
+        transactions_count=len(ids),
+        postings_count=postings_count,
         merkle_root=merkle_root(leaves).hex(),
         sealed_at=sealed_at,
     )
-    return SealContent(
-        header, seal_hash(header), tuple(tx.id for tx in txs),
-        b"".join(leaf[:LEAF_PREFIX_BYTES] for leaf in leaves),
-    )
+    return SealContent(header, seal_hash(header), tuple(ids),
+                       b"".join(leaf[:LEAF_PREFIX_BYTES] for leaf in leaves))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ reaches the watermark or ``seals_max``. Every committed transaction is in exactl
 next seal starts right after the newest one, under the sealer's lock, and the table refuses
 two seals with the same start or the same predecessor.
 
+Both hash the canonical form as PostgreSQL builds it (``repository.seals.transaction_leaves``,
+the same bytes as ``ledger.sealing``, tested); ``verify_seals(leaves="python")`` recomputes it
+in Python from the plain columns instead.
+
 ``verify_seals`` walks the chain from an anchor (the seal a checkpoint recorded, whose stored
 hash must match the checkpoint's; or the first seal) and recomputes each seal from the rows
 now in its range: the range follows the previous seal, the previous hash links, the seal hash
@@ -47,12 +51,12 @@ def seal_once(
             repo.lock_sealer(uow.conn)
             newest = repo.newest_seal(uow.conn)
             start = newest.through_transaction_id + 1 if newest else 1
-            txs = repo.transaction_facts(uow.conn, start, watermark, limit=max_transactions)
-            if not txs:
+            got = repo.transaction_leaves(uow.conn, start, watermark, limit=max_transactions)
+            if not got.ids:
                 break
             previous = newest.seal_hash if newest else sealing.GENESIS_HASH
-            made.append(repo.insert_seal(
-                uow.conn, sealing.compute_seal(previous, start, txs, now)))
+            made.append(repo.insert_seal(uow.conn, sealing.seal_of_leaves(
+                previous, start, got.ids, got.leaves, got.postings_count, now)))
             uow.commit()
     return made
 
@@ -73,9 +77,14 @@ class SealsVerified:
     anchor_seal_id: int | None
 
 
-def verify_seals(conn: Connection, checkpoint: CheckpointRecord | None = None) -> SealsVerified:
+def verify_seals(
+    conn: Connection, checkpoint: CheckpointRecord | None = None, *, leaves: str = "sql"
+) -> SealsVerified:
     """Recompute the chain after the seal ``checkpoint`` recorded (or from the first seal when
-    ``checkpoint`` is None or recorded none); see the module docstring."""
+    ``checkpoint`` is None or recorded none); see the module docstring. ``leaves``: "sql" has
+    PostgreSQL build the canonical form and hash it (fast), "python" builds it here with
+    ``ledger.sealing`` from the plain columns (independent of any SQL the database runs)."""
+    assert leaves in ("sql", "python")
     found: list[Discrepancy] = []
     after_id, previous, through = 0, sealing.GENESIS_HASH, 0
     anchor_id: int | None = None
@@ -93,14 +102,14 @@ def verify_seals(conn: Connection, checkpoint: CheckpointRecord | None = None) -
                 "no such seal" if anchor is None else f"hash {anchor.seal_hash}"))
     checked = 0
     while (seal := repo.next_seal(conn, after_id)) is not None:
-        found += _check_seal(conn, seal, previous, through)
+        found += _check_seal(conn, seal, previous, through, leaves)
         checked += 1
         after_id, previous, through = seal.id, seal.seal_hash, seal.through_transaction_id
     return SealsVerified(found, checked, anchor_id)
 
 
 def _check_seal(
-    conn: Connection, seal: repo.SealRecord, previous: str, through: int
+    conn: Connection, seal: repo.SealRecord, previous: str, through: int, leaves: str
 ) -> list[Discrepancy]:
     subject = f"seal {seal.id} (transactions {seal.from_transaction_id}.." \
               f"{seal.through_transaction_id})"
@@ -117,11 +126,17 @@ def _check_seal(
     if sealing.seal_hash(stored) != seal.seal_hash:
         found.append(Discrepancy("seal_hash_mismatch", subject, seal.seal_hash,
                                  sealing.seal_hash(stored)))
-    txs = repo.transaction_facts(conn, seal.from_transaction_id, seal.through_transaction_id)
-    if not txs:
+    lo, hi = seal.from_transaction_id, seal.through_transaction_id
+    if leaves == "sql":
+        got = repo.transaction_leaves(conn, lo, hi)
+        now = sealing.seal_of_leaves(seal.previous_hash, lo, got.ids, got.leaves,
+                                     got.postings_count, seal.sealed_at) if got.ids else None
+    else:
+        txs = repo.transaction_facts(conn, lo, hi)
+        now = sealing.compute_seal(seal.previous_hash, lo, txs, seal.sealed_at) if txs else None
+    if now is None:
         return [*found, Discrepancy("seal_root_mismatch", subject, seal.merkle_root,
                                     "no transactions in the range")]
-    now = sealing.compute_seal(seal.previous_hash, seal.from_transaction_id, txs, seal.sealed_at)
     h = now.header
     if (h.transactions_count, h.postings_count) != (seal.transactions_count, seal.postings_count):
         found.append(Discrepancy(
@@ -130,7 +145,8 @@ def _check_seal(
             f"{h.transactions_count} transactions, {h.postings_count} postings"))
     if h.merkle_root != seal.merkle_root:
         found.append(Discrepancy("seal_root_mismatch", subject, seal.merkle_root, h.merkle_root))
-        found += _named(seal, txs)
+        # Named from the Python form of the rows (rare: only where a root no longer matches).
+        found += _named(seal, repo.transaction_facts(conn, lo, hi))
     return found
 
 

@@ -35,9 +35,11 @@ def record_findings(uow: UnitOfWork, opened_by: str, findings: Sequence[Finding]
     found = model.distinct(findings)
     opened: list[int] = []
     updated: list[int] = []
+    ids: list[int] = []
     for case_id, is_new in repo.upsert(uow.conn, opened_by, found, now):
         (opened if is_new else updated).append(case_id)
-    return Recorded(opened, updated)
+        ids.append(case_id)
+    return Recorded(opened, updated, ids)
 
 
 def open_cases(uow: UnitOfWork, *, type: str | None = None,
@@ -74,9 +76,11 @@ def resolve_case(uow: UnitOfWork, case_id: int, by: str, resolution: str,
     """Resolve a case a check opened, once.
 
     A case about a ledger transaction (its refs name one) needs the new ledger transaction
-    that fixed it, and every named fix must reference the case (``reference = case:<id>``):
-    fixes are new transactions, nothing is edited. Deposit and withdrawal cases are resolved by
-    their own procedures (CaseResolvedElsewhere), which resolve them here by trigger.
+    that fixed it, and every named fix must reference the case (``reference = case:<id>``, or
+    an idempotency key ``case:<id>`` or ``case:<id>:...``, as ``custody reverse TXID --key
+    case:<id>`` writes): fixes are new transactions, nothing is edited. Deposit and withdrawal
+    cases are resolved by their own procedures (CaseResolvedElsewhere), which resolve them
+    here by trigger.
     """
     by, resolution = by.strip(), resolution.strip()
     if not by or not resolution:
@@ -96,14 +100,14 @@ def resolve_case(uow: UnitOfWork, case_id: int, by: str, resolution: str,
             f"case {case_id} is about a ledger transaction: name the new transaction that "
             f"fixed it (reference {model.fix_reference(case_id)})")
     if transaction_id is not None:
-        exists, reference = repo.transaction_reference(uow.conn, transaction_id)
-        if not exists:
+        names = repo.transaction_names(uow.conn, transaction_id)
+        if names is None:
             raise CaseResolutionInvalid(f"no ledger transaction {transaction_id}")
-        if reference != model.fix_reference(case_id):
+        if not model.references_case(case_id, *names):
             raise CaseResolutionInvalid(
                 f"ledger transaction {transaction_id} does not reference case {case_id} "
-                f"(its reference is {reference!r}, a fix's is "
-                f"{model.fix_reference(case_id)!r})")
+                f"(its key is {names[0]!r} and its reference {names[1]!r}; a fix's reference "
+                f"is {model.fix_reference(case_id)!r} or its key starts with it)")
     repo.resolve(uow.conn, case_id, by=by, resolution=resolution,
                  transaction_id=transaction_id, at=now)
     resolved = repo.get(uow.conn, case_id)

@@ -1,5 +1,6 @@
-"""Admin actions: reversals, period close, write-off votes, returned payouts, open cases;
-the treasury routes (``api.routes.treasury``: fundings, own-address case votes, the treasury
+"""Admin actions: reversals, period close, write-off votes, returned payouts; the cases
+routes (``api.routes.cases``: every case of the engine, resolved by an admin), the treasury
+routes (``api.routes.treasury``: fundings, own-address case votes, the treasury
 report) and the holdings report (``api.routes.holdings``) are mounted under the same prefix.
 
 Every action is audited (``api_audit``) and money-moving ones take an ``Idempotency-Key``.
@@ -16,11 +17,10 @@ from fastapi.responses import JSONResponse
 from api import idempotency, own_addresses
 from api.auth import AdminScope, Principal, StaffReader, require
 from api.idempotency import IdempotencyKey
-from api.routes import holdings, treasury
+from api.routes import cases, holdings, treasury
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
-from api.routes.views import case_view, withdrawal_view
+from api.routes.views import withdrawal_view
 from api.schemas import (
-    Cases,
     LedgerTransaction,
     Period,
     PeriodClose,
@@ -35,7 +35,6 @@ from api.schemas import (
     parse_minor,
 )
 from config.uow import run_in_transaction
-from deposits import service as deposits
 from ledger import service as ledger
 from withdrawals import service as withdrawals
 
@@ -183,17 +182,9 @@ def link_return(
                            {"withdrawal_id": withdrawal_id}, body, work, audited=True)
 
 
-@router.get("/cases", response_model=Cases, responses=problems(*AUTHED),
-            summary="Open reconciliation cases")
-def open_cases(
-    principal: StaffReader,
-    uow: Uow,
-) -> Cases:
-    """Cases without a resolution, oldest first."""
-    return Cases(items=[case_view(c) for c in deposits.open_cases(uow)])
-
-
-# The treasury and holdings routes share this router's prefix, tags and app registration.
+# The cases, treasury and holdings routes share this router's prefix, tags and app
+# registration.
+router.include_router(cases.router)
 router.include_router(treasury.router)
 router.include_router(holdings.router)
 

@@ -81,9 +81,10 @@ def lock_sealer(conn: Connection) -> None:
 
 
 def newest_seal(conn: Connection) -> SealRecord | None:
-    """The seal with the highest range, or None before the first."""
+    """The seal with the highest range, or None before the first (by its start: the unique
+    index on from_transaction_id answers it whatever the number of seals)."""
     row = conn.execute(sa.text(
-        f"SELECT {_SEAL_COLUMNS} FROM ledger_seals ORDER BY through_transaction_id DESC LIMIT 1"
+        f"SELECT {_SEAL_COLUMNS} FROM ledger_seals ORDER BY from_transaction_id DESC LIMIT 1"
     )).first()
     return _record(row) if row else None
 
@@ -141,6 +142,71 @@ def transaction_facts(
     ]
 
 
+#: A JSON string (or null) as RFC 8785 writes it: PostgreSQL's to_json escapes exactly what JCS
+#: escapes ('"', '\\', \b \f \n \r \t and \u00xx below U+0020) and keeps the rest as UTF-8.
+_S = "coalesce(to_json({})::text, 'null')"
+_T = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+_N = "coalesce('\"' || {} || '\"', 'null')"
+
+#: The canonical form of docs/sealing.md built by PostgreSQL, keys in sorted order, and its
+#: leaf hash: the same bytes as ledger.sealing.canonical_transaction (a test compares them on
+#: every kind of value). The sealer and verify use it because it is several times faster than
+#: building the form in Python; verify recomputes in Python (``leaves="python"``) on demand and
+#: always names what changed from the Python form.
+_LEAVES_SQL = f"""
+WITH ts AS (
+  SELECT * FROM ledger_transactions WHERE id BETWEEN :lo AND :hi ORDER BY id LIMIT :n
+), ps AS (
+  SELECT lp.transaction_id, count(*) AS n, string_agg(
+           '{{"account_code":' || {_S.format("a.code")}
+           || ',"account_id":"' || lp.account_id
+           || '","amount":"' || lp.amount::text
+           || '","asset_code":' || {_S.format("s.code")}
+           || ',"closes_posting_id":' || {_N.format("lp.closes_posting_id")}
+           || ',"id":"' || lp.id
+           || '","line_no":"' || lp.line_no
+           || '","reverses_posting_id":' || {_N.format("lp.reverses_posting_id")} || '}}',
+           ',' ORDER BY lp.id) AS items
+    FROM ledger_postings lp JOIN accounts a ON a.id = lp.account_id
+    JOIN assets s ON s.id = lp.asset_id
+   WHERE lp.transaction_id BETWEEN :lo AND (SELECT max(id) FROM ts)
+   GROUP BY lp.transaction_id
+)
+SELECT t.id, coalesce(p.n, 0),
+       sha256('\\x00'::bytea || convert_to(
+         '{{"effective_at":"' || {_T.format("t.effective_at")}
+         || '","fingerprint":' || {_S.format("t.fingerprint")}
+         || ',"id":"' || t.id
+         || '","idempotency_key":' || {_S.format("t.idempotency_key")}
+         || ',"kind":' || {_S.format("t.kind")}
+         || ',"out_of_period":' || CASE WHEN t.out_of_period THEN 'true' ELSE 'false' END
+         || ',"postings":[' || coalesce(p.items, '')
+         || '],"reason":' || {_S.format("t.reason")}
+         || ',"recorded_at":"' || {_T.format("t.recorded_at")}
+         || '","reference":' || {_S.format("t.reference")}
+         || ',"reverses_transaction_id":' || {_N.format("t.reverses_transaction_id")}
+         || ',"source":' || {_S.format("t.source")} || '}}', 'UTF8'))
+  FROM ts t LEFT JOIN ps p ON p.transaction_id = t.id
+ ORDER BY t.id
+"""
+
+
+@dataclass(frozen=True)
+class Leaves:
+    """The leaves of a range as the database computed them: ids, leaf hashes, postings."""
+
+    ids: list[int]
+    leaves: list[bytes]
+    postings_count: int
+
+
+def transaction_leaves(conn: Connection, lo: int, hi: int, *, limit: int | None = None) -> Leaves:
+    """The leaf hashes of the transactions with ids in [lo, hi] in id order (at most
+    ``limit``), computed by PostgreSQL (``_LEAVES_SQL``)."""
+    rows = conn.execute(sa.text(_LEAVES_SQL), {"lo": lo, "hi": hi, "n": limit}).all()
+    return Leaves([r[0] for r in rows], [bytes(r[2]) for r in rows], sum(r[1] for r in rows))
+
+
 def insert_seal(conn: Connection, seal: SealContent) -> SealRecord:
     """Append a seal."""
     h = seal.header
@@ -162,7 +228,7 @@ def insert_seal(conn: Connection, seal: SealContent) -> SealRecord:
 def newest_seal_link(conn: Connection) -> tuple[int, str] | None:
     """(id, hash) of the newest seal, for a checkpoint to record."""
     row = conn.execute(sa.text(
-        "SELECT id, seal_hash FROM ledger_seals ORDER BY through_transaction_id DESC LIMIT 1"
+        "SELECT id, seal_hash FROM ledger_seals ORDER BY from_transaction_id DESC LIMIT 1"
     )).first()
     return (row[0], row[1]) if row else None
 

@@ -77,11 +77,12 @@ def count_open_by_type(conn: Connection) -> dict[str, int]:
     return {r.type: int(r.n) for r in rows}
 
 
-def transaction_reference(conn: Connection, transaction_id: int) -> tuple[bool, str | None]:
-    """(whether the ledger transaction exists, its reference)."""
-    row = conn.execute(sa.text("SELECT reference FROM ledger_transactions WHERE id = :i"),
-                       {"i": transaction_id}).first()
-    return (False, None) if row is None else (True, row.reference)
+def transaction_names(conn: Connection, transaction_id: int) -> tuple[str, str | None] | None:
+    """(idempotency key, reference) of a ledger transaction; None when there is none."""
+    row = conn.execute(sa.text(
+        "SELECT idempotency_key, reference FROM ledger_transactions WHERE id = :i"),
+        {"i": transaction_id}).first()
+    return None if row is None else (row.idempotency_key, row.reference)
 
 
 def resolve(conn: Connection, case_id: int, *, by: str, resolution: str,

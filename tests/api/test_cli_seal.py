@@ -51,7 +51,7 @@ def test_export_run_and_verify(book: Book, owner: Engine, database_url: str) -> 
     assert found.returncode == 1
     assert "seal_transaction_changed" in found.stdout
     assert f"seal 1: transaction {ids[0]}" in found.stdout
-    again = custody(database_url, "seal", "verify", "--full")
+    again = custody(database_url, "seal", "verify", "--full", "--in-python")
     assert again.returncode == 1 and "seal_root_mismatch" in again.stdout
 
 

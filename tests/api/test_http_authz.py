@@ -62,9 +62,26 @@ def _proposal(api: Api) -> int:
     return int(r.json()["id"])
 
 
+_findings = itertools.count()
+
+
+def _finding_case(api: Api) -> int:
+    """A fresh open case of a reconciliation check (an account's balance drift)."""
+    from api.cases import record_check
+    from reconcile.model import CaseType, Finding
+
+    n = next(_findings)
+    recorded = record_check(api.engine, "tests", [Finding(
+        CaseType.BALANCE_DRIFT, f"account:{900 + n}", {"account_id": str(900 + n)}, "1", "2")],
+        datetime.now(UTC))
+    return recorded.opened[0]
+
+
 W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
 ENDPOINTS: dict[str, Endpoint] = {
     "healthz": Endpoint("GET", lambda a: ("/healthz", None), (200, 200, 200, 200, 200, 200)),
+    # No node listens for the test chain: not ready, for everyone alike (no authentication).
+    "readyz": Endpoint("GET", lambda a: ("/readyz", None), (503, 503, 503, 503, 503, 503)),
     "metrics": Endpoint("GET", lambda a: ("/metrics", None), (403, 403, 200, 200, 403, 401)),
     "create_user": Endpoint("POST", lambda a: ("/v1/users", {}),
                             (201, 201, 403, 403, 403, 401)),
@@ -123,6 +140,13 @@ ENDPOINTS: dict[str, Endpoint] = {
         (403, 403, 403, 409, 403, 401), money=True),
     "cases": Endpoint("GET", lambda a: ("/v1/admin/cases", None),
                       (403, 403, 200, 200, 403, 401)),
+    "get_case": Endpoint("GET", lambda a: (f"/v1/admin/cases/{_finding_case(a)}", None),
+                         (403, 403, 200, 200, 403, 401)),
+    # A fresh case per caller: the admin resolves it.
+    "resolve_case": Endpoint(
+        "POST", lambda a: (f"/v1/admin/cases/{_finding_case(a)}/resolve",
+                           {"resolution": "rebuilt the balances"}),
+        (403, 403, 403, 200, 403, 401), money=True),
     "declare_funding": Endpoint("POST", lambda a: ("/v1/admin/treasury/fundings", FUNDING),
                                 (403, 403, 403, 201, 403, 401), money=True),
     "list_fundings": Endpoint("GET", lambda a: ("/v1/admin/treasury/fundings", None),

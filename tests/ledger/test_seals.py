@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from config.uow import UnitOfWork
-from ledger import integrity, service
+from ledger import integrity, sealing, service
+from ledger.model import Entry, Line
 from ledger.repository import seals as seals_repo
 from ledger.seals import seal_once, verify_seals
 from tests.ledger.conftest import Book, transfer
@@ -40,8 +41,14 @@ def _seals(engine: Engine) -> list[seals_repo.SealRecord]:
 
 
 def _verify(engine: Engine) -> list[tuple[str, str]]:
+    """The findings of verify_seals, which must be the same with the leaves built by
+    PostgreSQL and by Python."""
     with engine.connect() as conn:
-        return [(d.kind, d.subject) for d in verify_seals(conn).discrepancies]
+        found = [(d.kind, d.subject) for d in verify_seals(conn).discrepancies]
+        in_python = [(d.kind, d.subject) for d in verify_seals(conn, leaves="python")
+                     .discrepancies]
+    assert found == in_python
+    return found
 
 
 def _tamper(owner: Engine, *statements: str) -> None:
@@ -89,6 +96,45 @@ class TestSealOnce:
         with pytest.raises(sa.exc.ProgrammingError) as e, book.engine.begin() as conn:
             conn.execute(sa.text("UPDATE ledger_seals SET sealed_at = now()"))
         assert getattr(e.value.orig, "sqlstate", None) == "42501"
+
+
+class TestCanonicalFormInSql:
+    def test_postgres_builds_the_same_bytes_as_python(self, book: Book, owner: Engine) -> None:
+        """The sealer hashes the canonical form PostgreSQL builds; it must equal
+        ledger.sealing's byte for byte on every kind of value."""
+        ids = _post(book, 3)
+        with UnitOfWork(book.engine) as uow:
+            service.reverse(uow, ids[0], idempotency_key="rev", reason="wrong user", source="t")
+            uow.commit()
+        reserve = transfer("reserve", book.wallet("u1"), book.withdrawals("u1"), 50)
+        posted = service.post_entry(book.engine, reserve)
+        with book.engine.connect() as conn:
+            first = conn.execute(sa.text("SELECT min(id) FROM ledger_postings WHERE "
+                                         f"transaction_id = {posted.transaction_id}")).scalar()
+        closing = Entry(idempotency_key="close", kind="withdrawal_release",
+                        effective_at=NOW, source="tests", reference="w:1",
+                        lines=(Line(book.withdrawals("u1"), 50),
+                               Line(book.wallet("u1"), -50, closes_posting_id=first)))
+        last = service.post_entry(book.engine, closing).transaction_id
+        # Values no service would write, to cover every escape and the out_of_period flag.
+        odd = 'Z\u00fcrich "q" \\ \n\t\b\f\r \x01 \x1f \x7f \u2028 \U0001F600 /'
+        with owner.begin() as conn:
+            conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
+            conn.execute(sa.text("UPDATE ledger_transactions SET out_of_period = true,"
+                                 " reason = :odd, reference = :odd WHERE id = :id"),
+                         {"odd": odd, "id": ids[1]})
+        with book.engine.connect() as conn:
+            facts = seals_repo.transaction_facts(conn, 1, last)
+            leaves = seals_repo.transaction_leaves(conn, 1, last)
+            assert seals_repo.transaction_leaves(conn, 1, last, limit=2).ids == leaves.ids[:2]
+        odd_tx = next(tx for tx in facts if tx.id == ids[1])
+        assert odd_tx.out_of_period and odd_tx.reason == odd
+        assert any(p.closes_posting_id for tx in facts for p in tx.postings)
+        assert any(p.reverses_posting_id for tx in facts for p in tx.postings)
+        assert any(tx.reverses_transaction_id for tx in facts)
+        assert leaves.ids == [tx.id for tx in facts]
+        assert leaves.leaves == [sealing.leaf_hash(tx) for tx in facts]
+        assert leaves.postings_count == sum(len(tx.postings) for tx in facts)
 
 
 class TestOutOfOrderCommit:

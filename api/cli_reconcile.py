@@ -1,0 +1,221 @@
+"""``custody reconcile <check>`` and ``custody cases list|show``: run a check now, every finding
+a case (``api.cases.record_check``: opened, or re-sighted when open already, with an
+``alert.case_opened`` per new case), and read the cases.
+
+``reconcile_cli`` is mounted by ``api/cli.py`` with no name (``reconcile`` appears at the top
+level); ``list`` and ``show`` join the ``cases`` group of ``api.cli_treasury`` (whose
+``resolve`` resolves any case, and whose ``approve`` is the second admin of an own-address one).
+A check exits 1 when it found a discrepancy (its cases are open), 0 when it found none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from api.cli_treasury import cases_app
+from api.console import console, friendly
+
+if TYPE_CHECKING:
+    from reconcile.model import Case, Finding, Recorded
+
+reconcile_cli = typer.Typer()
+reconcile_app = typer.Typer(help="Run a reconciliation check now; every finding is a case.",
+                            no_args_is_help=True)
+reconcile_cli.add_typer(reconcile_app, name="reconcile")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
+
+
+def _report(check: str, findings: Sequence[Finding], as_json: bool) -> None:
+    """Record the findings, print them with their cases, exit 1 if there were any."""
+    from api.cases import record_check
+    from config.database import get_engine
+
+    recorded = record_check(get_engine(), check, findings, datetime.now(UTC))
+    if as_json:
+        console.print_json(json.dumps(_document(check, findings, recorded), default=str))
+    else:
+        _table(check, findings, recorded)
+    if findings:
+        raise typer.Exit(1)
+
+
+def _document(check: str, findings: Sequence[Finding], recorded: Recorded) -> dict[str, Any]:
+    opened = set(recorded.opened)
+    ids = recorded.case_ids
+    return {"check": check, "opened": [str(i) for i in recorded.opened],
+            "updated": [str(i) for i in recorded.updated],
+            "findings": [{"case_id": str(i), "case": "opened" if i in opened else "updated",
+                          "type": f.type, "subject": f.subject, "refs": dict(f.refs),
+                          "expected": f.expected, "observed": f.observed,
+                          "evidence": dict(f.evidence)} for f, i in zip(findings, ids,
+                                                                         strict=True)]}
+
+
+def _table(check: str, findings: Sequence[Finding], recorded: Recorded) -> None:
+    if not findings:
+        console.print(f"{check}: no discrepancy", highlight=False)
+        return
+    opened = set(recorded.opened)
+    table = Table(title=f"{check}: {len(findings)} discrepancies ({len(recorded.opened)} "
+                        f"opened, {len(recorded.updated)} updated)")
+    for column in ("case", "", "type", "subject", "expected", "observed"):
+        table.add_column(column)
+    for f, case_id in zip(findings, recorded.case_ids, strict=True):
+        table.add_row(str(case_id), "opened" if case_id in opened else "updated", f.type,
+                      f.subject, f.expected or "", f.observed or "")
+    console.print(table)
+
+
+@reconcile_app.command("ledger")
+@friendly
+def reconcile_ledger(
+    full: Annotated[bool, typer.Option(help="Replay from the first posting.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Stored balances against replayed postings, trial balance, custody against customer
+    liabilities, unbalanced and empty transactions, over-consumed postings, checkpoints."""
+    from config.database import get_engine
+    from reconcile import ledger
+
+    _report(ledger.CHECK, ledger.run(get_engine(), full=full, now=datetime.now(UTC)), as_json)
+
+
+@reconcile_app.command("histories")
+@friendly
+def reconcile_histories(as_json: JsonOption = False) -> None:
+    """Deposit histories against the ledger: every booked deposit has exactly one ledger
+    transaction, every deposit ledger transaction its history row."""
+    from config.database import get_engine
+    from reconcile import histories
+
+    _report(histories.CHECK, histories.run(get_engine(), now=datetime.now(UTC)), as_json)
+
+
+@reconcile_app.command("aging")
+@friendly
+def reconcile_aging(
+    as_json: JsonOption = False,
+    config: Annotated[str | None, typer.Option(help="Configuration file with a reconcile section "
+                                                    "(default: $CUSTODY_CONFIG).")] = None,
+) -> None:
+    """Open reserves past the SLA, withdrawals unknown or held, and deposits held for review,
+    for longer than the thresholds of the configuration's reconcile section."""
+    from config.database import get_engine
+    from config.reconcile import load_reconcile_config
+    from reconcile import aging
+
+    cfg = load_reconcile_config(config)
+    _report(aging.CHECK, aging.run(get_engine(), cfg, now=datetime.now(UTC)), as_json)
+
+
+# --- cases -----------------------------------------------------------------------------------
+
+
+def case_document(case: Case) -> dict[str, Any]:
+    """A case as JSON (ids and amounts as strings)."""
+    from reconcile import service
+
+    return {"id": str(case.id), "type": case.type, "subject": case.subject, "refs": case.refs,
+            "expected": case.expected, "observed": case.observed, "evidence": case.evidence,
+            "status": case.status, "first_seen_at": case.first_seen_at.isoformat(),
+            "last_seen_at": case.last_seen_at.isoformat(), "seen_count": case.seen_count,
+            "opened_by": case.opened_by, "resolution": case.resolution,
+            "resolved_by": case.resolved_by,
+            "resolved_at": case.resolved_at.isoformat() if case.resolved_at else None,
+            "resolution_transaction_id": None if case.resolution_transaction_id is None
+            else str(case.resolution_transaction_id),
+            "next": service.next_step(case) if case.open else None}
+
+
+def _withdrawal_of(case: Case, own_withdrawals: dict[int, int]) -> str:
+    """The withdrawal a case is about, or that a return or refund resolution names."""
+    if "withdrawal_id" in case.refs:
+        return case.refs["withdrawal_id"]
+    found = own_withdrawals.get(int(case.refs.get("deposit_case_id", 0)))
+    return "" if found is None else str(found)
+
+
+@cases_app.command("list")
+@friendly
+def list_cases(
+    type: Annotated[str | None, typer.Option("--type", help="Only cases of this type.")] = None,
+    status: Annotated[str, typer.Option("--status", help="open, resolved or all.")] = "open",
+    everything: Annotated[bool, typer.Option("--all", help="Same as --status all.")] = False,
+    as_json: JsonOption = False,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 1000,
+) -> None:
+    """Every case of the engine (reconciliation findings, deposit and withdrawal cases),
+    oldest first: the open ones, or of --status; with the withdrawal a case is about or that
+    an own-address return or refund resolution names."""
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from deposits import own
+    from reconcile import service
+    from reconcile.errors import ReconcileError
+
+    if everything:
+        status = "all"
+    if status not in ("open", "resolved", "all"):
+        raise ReconcileError(f"--status must be open, resolved or all, got {status!r}")
+    with UnitOfWork(get_engine()) as uow:
+        found = service.list_cases(uow, type=type, status=None if status == "all" else status,
+                                   limit=limit)
+        own_withdrawals = {c.id: c.withdrawal_id for c in own.list_cases(uow, resolved=True)
+                           if c.withdrawal_id is not None}
+    if as_json:
+        console.print_json(json.dumps({"items": [case_document(c) for c in found]}))
+        return
+    table = Table(title=f"cases ({status})")
+    for column in ("id", "type", "subject", "status", "seen", "last seen", "expected",
+                   "observed", "resolved by", "resolution", "fix tx", "withdrawal"):
+        table.add_column(column)
+    for c in found:
+        table.add_row(str(c.id), c.type, c.subject, c.status, str(c.seen_count),
+                      c.last_seen_at.isoformat(timespec="seconds"), c.expected or "",
+                      c.observed or "", c.resolved_by or "", (c.resolution or "")[:60],
+                      str(c.resolution_transaction_id or ""), _withdrawal_of(c, own_withdrawals))
+    console.print(table)
+
+
+@cases_app.command("show")
+@friendly
+def show_case(
+    case_id: Annotated[int, typer.Argument(help="Case id.")],
+    as_json: JsonOption = False,
+) -> None:
+    """One case: what it is about, expected and observed, evidence, sightings, resolution,
+    and what to do next."""
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from reconcile import service
+
+    with UnitOfWork(get_engine()) as uow:
+        document = case_document(service.get_case(uow, case_id))
+    if as_json:
+        console.print_json(json.dumps(document))
+        return
+    for key, value in document.items():
+        if value is None:
+            continue
+        shown = json.dumps(value) if isinstance(value, dict) else str(value)
+        console.print(f"{key:>26}: {shown}", highlight=False, markup=False, soft_wrap=True)
+
+
+def resolve_case(case_id: int, by: str, resolution: str, transaction: int | None) -> None:
+    """``custody cases resolve ID --by NAME --resolution TEXT [--transaction TXID]``."""
+    from config.database import get_engine
+    from config.uow import run_in_transaction
+    from reconcile import service
+
+    case = run_in_transaction(get_engine(), lambda uow: service.resolve_case(
+        uow, case_id, by, resolution, transaction, now=datetime.now(UTC)))
+    fix = (f", fixed by ledger transaction {case.resolution_transaction_id}"
+           if case.resolution_transaction_id else "")
+    console.print(f"case {case.id} resolved by {case.resolved_by}{fix}", highlight=False)
