@@ -13,7 +13,7 @@ from tests.api.test_cli import custody
 from tests.reconcile.test_custody_chain import _send_from_hot, node, rig  # noqa: F401
 from tests.sweeps.conftest import CHAIN, ETH, SweepRig
 
-pytestmark = pytest.mark.anvil
+pytestmark = [pytest.mark.anvil, pytest.mark.slow]
 
 
 def test_a_clean_chain_then_an_unmade_transfer(rig: SweepRig, tmp_path: Path,  # noqa: F811

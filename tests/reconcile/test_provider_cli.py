@@ -22,7 +22,7 @@ from tests.reconcile.test_provider_statements import (  # noqa: F401  (fixtures)
     node,
 )
 
-pytestmark = pytest.mark.anvil
+pytestmark = [pytest.mark.anvil, pytest.mark.slow]
 
 
 def test_import_match_again_and_refuse(credited: Credited, tmp_path: Path,  # noqa: F811
