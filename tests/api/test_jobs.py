@@ -63,7 +63,8 @@ def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:
 def test_build_jobs_without_chains_and_with_a_filter(engine: Engine) -> None:
     names = [j.name for j in build_jobs(engine, None, None)]
     assert names == ["webhooks.deliver", "ledger.reconcile", "reconcile.histories",
-                     "reconcile.aging", "ledger.checkpoint", "ledger.seal", "maintenance.cleanup"]
+                     "reconcile.aging", "ledger.checkpoint", "ledger.seal", "maintenance.cleanup",
+                     "reconcile.provider"]
     assert [j.name for j in build_jobs(engine, None, None, only=["ledger"])] == [
         "ledger.reconcile", "ledger.checkpoint", "ledger.seal"]
 
@@ -181,7 +182,7 @@ def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: E
         by_job[r.job].append(r)
     assert set(by_job) == {"webhooks.deliver", "ledger.reconcile", "reconcile.histories",
                            "reconcile.aging", "ledger.checkpoint", "ledger.seal",
-                           "maintenance.cleanup"}
+                           "maintenance.cleanup", "reconcile.provider"}
     for job, runs in by_job.items():
         for a, b in zip(runs, runs[1:], strict=False):
             assert b.started_at >= a.finished_at, f"{job}: {a} overlaps {b}"
