@@ -41,8 +41,10 @@ reconcile_cli.add_typer(reconcile_app, name="reconcile")
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 
-def _report(check: str, findings: Sequence[Finding], as_json: bool) -> None:
-    """Record the findings, print them with their cases, exit 1 if there were any."""
+def report_findings(check: str, findings: Sequence[Finding], as_json: bool) -> None:
+    """Record the findings (``opened_by`` = ``check``), print them with their cases (a table,
+    or JSON), and exit 1 if there were any: what every ``custody reconcile <check>`` ends
+    with."""
     from api.cases import record_check
     from config.database import get_engine
 
@@ -93,7 +95,8 @@ def reconcile_ledger(
     from config.database import get_engine
     from reconcile import ledger
 
-    _report(ledger.CHECK, ledger.run(get_engine(), full=full, now=datetime.now(UTC)), as_json)
+    found = ledger.run(get_engine(), full=full, now=datetime.now(UTC))
+    report_findings(ledger.CHECK, found, as_json)
 
 
 @reconcile_app.command("histories")
@@ -104,7 +107,8 @@ def reconcile_histories(as_json: JsonOption = False) -> None:
     from config.database import get_engine
     from reconcile import histories
 
-    _report(histories.CHECK, histories.run(get_engine(), now=datetime.now(UTC)), as_json)
+    found = histories.run(get_engine(), now=datetime.now(UTC))
+    report_findings(histories.CHECK, found, as_json)
 
 
 @reconcile_app.command("aging")
@@ -121,7 +125,7 @@ def reconcile_aging(
     from reconcile import aging
 
     cfg = load_reconcile_config(config)
-    _report(aging.CHECK, aging.run(get_engine(), cfg, now=datetime.now(UTC)), as_json)
+    report_findings(aging.CHECK, aging.run(get_engine(), cfg, now=datetime.now(UTC)), as_json)
 
 
 # --- cases -----------------------------------------------------------------------------------
