@@ -7,7 +7,9 @@
 - ``lifespans`` are async context managers entered in order at startup and left in reverse at
   shutdown: the place for the scheduler and the outbox (part B).
 - Every response carries ``X-Request-ID`` (the caller's, when well-formed, else a new one); it
-  is in every problem document and every audit row.
+  is in every problem document and every audit row, and it is the correlation id of every log
+  line the request writes (``config.logging``). The same middleware counts each request in
+  ``api.metrics`` by route template and logs it (``custody.http``).
 - Routes are plain ``def`` functions: SQLAlchemy is synchronous, so they run in the threadpool.
   The hot reads (balances) are ``async`` routes that make exactly one threadpool call, doing
   authentication, the rate-limit hit and the read on one connection (``api.auth.read_as``).
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import gc
 import itertools
+import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -29,17 +33,20 @@ from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import problems
+from api import metrics, problems
 from api.ratelimit import RateLimits
 from api.routes import admin, deposits, system, users, withdrawals
 from api.routes.deps import ApiContext, utc_now
 from config.chains import ChainsConfig
+from config.logging import correlation_id
 from config.settings import Settings
 from config.sweeps import SweepsConfig
 from config.withdrawals import WithdrawalsConfig
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+http_log = logging.getLogger("custody.http")
+_FAST_BALANCES = re.compile(r"^/v1/users/[^/]+/balances$")
 DESCRIPTION = """Custody engine API. Amounts are strings: minor units, with a decimal rendering
 in responses. Errors are `application/problem+json` (RFC 9457) with a stable `code`.
 Money-moving requests need an `Idempotency-Key` header. Authenticate with
@@ -48,7 +55,10 @@ Money-moving requests need an `Idempotency-Key` header. Authenticate with
 
 class RequestIdMiddleware:
     """``X-Request-ID`` on every response: the caller's, when well-formed, else a new one; kept
-    in ``request.state.request_id`` for the problem documents and the audit rows.
+    in ``request.state.request_id`` for the problem documents and the audit rows, and as the
+    correlation id of every log line written while the request runs (``config.logging``: the
+    ledger's ``posted`` lines included). As the request ends: its metrics (``api.metrics``, by
+    route template) and one ``custody.http`` line (method, route, status, duration).
 
     A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``)
     runs the rest of the app in a task of its own and streams the response through a memory
@@ -75,13 +85,41 @@ class RequestIdMiddleware:
         request_id = given if _REQUEST_ID.match(given) else self.new_id()
         scope.setdefault("state", {})["request_id"] = request_id
         header = (b"x-request-id", request_id.encode())
+        started = time.perf_counter()
+        status = 500  # what the server answers when the app fails before starting a response
 
         async def send_with_id(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 message["headers"] = [*message.get("headers", ()), header]
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        token = correlation_id.set(request_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_template(scope)
+            metrics.observe_request(route, scope["method"], status, seconds)
+            if http_log.isEnabledFor(logging.INFO):
+                http_log.info("%s %s %s", scope["method"], route, status, extra={
+                    "method": scope["method"], "route": route, "status": status,
+                    "duration_ms": round(seconds * 1000, 2)})
+            correlation_id.reset(token)
+
+
+def route_template(scope: Scope) -> str:
+    """The template of the route that answered (``/v1/users/{user_id}/balances``), never the
+    raw path: the metrics' label values stay bounded whatever paths clients ask for."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if isinstance(path, str):
+        return path
+    if _FAST_BALANCES.match(scope["path"]):
+        # Answered by users.BalancesFastPath, before the router could set the route.
+        return "/v1/users/{user_id}/balances"
+    return metrics.UNMATCHED
 
 
 def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: WithdrawalsConfig | None,
@@ -128,15 +166,20 @@ def keep_startup_out_of_gc() -> None:
 
 def create_app_from_settings(settings: Settings | None = None,
                              config_path: str | None = None) -> FastAPI:
-    """The app on the configured database and the configuration file (``CUSTODY_CONFIG``)."""
+    """The app on the configured database and the configuration file (``CUSTODY_CONFIG``),
+    logging as ``config.logging`` says (this is also each ``--workers`` process's start)."""
     from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
     from config.database import get_engine
+    from config.logging import register_configured_secrets, setup_logging
+
+    setup_logging()
 
     chains = load_chains_config(config_path)
     wcfg = load_withdrawals_if_present(chains, config_path)
-    app = create_app(get_engine(settings), chains, wcfg,
-                     sweeps_config=load_sweeps_if_present(chains, wcfg, config_path))
+    scfg = load_sweeps_if_present(chains, wcfg, config_path)
+    register_configured_secrets([chains, wcfg, scfg, settings])
+    app = create_app(get_engine(settings), chains, wcfg, sweeps_config=scfg)
     keep_startup_out_of_gc()
     return app
 

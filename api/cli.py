@@ -24,6 +24,30 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 period_app = typer.Typer(help="Accounting periods.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(period_app, name="period")
+#: The commands that run the engine: their logs (JSON lines on stderr) are at INFO; the other
+#: commands log warnings only (they report on stdout themselves).
+SERVICE_COMMANDS = frozenset({"serve", "api", "worker", "watch"})
+
+
+@app.callback()
+def _logging(
+    ctx: typer.Context,
+    log_format: Annotated[str | None, typer.Option(
+        "--log-format", help="Log lines on stderr: json (one object per line, the default) or "
+                             "text (for humans); also $CUSTODY_LOG_FORMAT.")] = None,
+) -> None:
+    """Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL."""
+    import os
+
+    from config.logging import FORMAT_ENV, FORMATS, LEVEL_ENV, setup_logging
+
+    if log_format is not None and log_format not in FORMATS:
+        raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--log-format")
+    if log_format is not None:
+        os.environ[FORMAT_ENV] = log_format  # Read again by `custody api --workers N`'s workers.
+    level = os.environ.get(LEVEL_ENV) or (
+        "INFO" if ctx.invoked_subcommand in SERVICE_COMMANDS else "WARNING")
+    setup_logging(log_format, level=level)
 
 
 
@@ -57,14 +81,20 @@ def db_upgrade() -> None:
 @friendly
 def verify(
     full: Annotated[
-        bool, typer.Option(help="Replay from the first posting, not the checkpoint.")
+        bool,
+        typer.Option(help="Check every posting and every seal, not only those after the newest "
+                          "checkpoint."),
     ] = False,
 ) -> None:
     """Check the ledger's integrity; exit 1 and name what drifted if anything did.
 
     Checks: trial balance per asset, stored balances = replayed postings, account flags,
-    custody = customer liabilities per asset, every transaction balanced and non-empty,
-    reversals within their originals, checkpoint digest.
+    custody = customer liabilities per asset, every transaction balanced per asset and
+    non-empty, every posting on an existing account of its asset and in an existing
+    transaction, reversals within their originals, checkpoint digest, the seal chain. Without
+    --full, the replay, the balance per transaction and the posting checks read only the
+    postings after the newest verified checkpoint, and the seals after the seal it recorded;
+    run --full after any superuser access to the database.
     """
     from config.database import get_engine
     from ledger.integrity import verify as run_verify
@@ -217,6 +247,10 @@ app.add_typer(reconcile_cli)  # reconcile ledger/histories/aging
 from api.cli_sweeps import sweeps_cli  # noqa: E402
 
 app.add_typer(sweeps_cli)  # sweeps list/show/run, cold propose/approve/reject/list/show, refills
+
+from api.cli_seal import seal_app  # noqa: E402
+
+app.add_typer(seal_app, name="seal")  # seal export/run/verify
 
 
 def main() -> None:  # pragma: no cover - console entry point

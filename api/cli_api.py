@@ -12,6 +12,10 @@ Mounted by ``api/cli.py``::
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -63,10 +67,38 @@ def serve(
     # Built here even with several workers: a bad configuration or an unmigrated database is
     # reported once, in one line, before any process starts.
     app = create_app_from_settings(config_path=config)
+    # log_config=None: uvicorn's lines go through config.logging's handler (JSON, redacted).
     if workers == 1:
-        uvicorn.run(app, host=host, port=port, log_level="info", ws="none")
+        uvicorn.run(app, host=host, port=port, log_level="info", ws="none", log_config=None)
         return
     if config is not None:
         os.environ["CUSTODY_CONFIG"] = config  # Read again by each worker process.
-    uvicorn.run("api.app:create_app_from_settings", factory=True, host=host, port=port,
-                workers=workers, log_level="info", ws="none")
+    with shared_metrics_dir():
+        uvicorn.run("api.app:create_app_from_settings", factory=True, host=host, port=port,
+                    workers=workers, log_level="info", ws="none", log_config=None)
+
+
+@contextmanager
+def shared_metrics_dir() -> Iterator[str]:
+    """A fresh directory for prometheus_client's multiprocess mode, named in the environment
+    the workers inherit (``api.metrics``: each worker writes its HTTP counts there and the one
+    a scrape reaches sums them all), removed when the server stops. An operator's own
+    ``PROMETHEUS_MULTIPROC_DIR`` is used as it is (they empty it between runs)."""
+    import logging
+
+    from api.metrics import MULTIPROC_ENV
+    from config.logging import LEVEL_ENV
+
+    # The workers set up their logging again (api.app.create_app_from_settings): same level.
+    os.environ.setdefault(LEVEL_ENV, logging.getLevelName(logging.getLogger().level))
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:
+        yield given
+        return
+    path = tempfile.mkdtemp(prefix="custody-metrics-")
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield path
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)

@@ -124,7 +124,8 @@ def run_uvicorn(app: Any, host: str, port: int, *, log_level: str = "info") -> N
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws="none")
+    # log_config=None: uvicorn's lines go through config.logging's handler (JSON, redacted).
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws="none", log_config=None)
 
 
 @service_cli.command("worker")

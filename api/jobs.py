@@ -5,12 +5,15 @@
   per chain that ``[sweeps]`` lists, a sweeper step (``sweeps.run:<chain>``: sweeps, gas
   top-ups, approved cold transfers) and a hot-limit check (``sweeps.limits:<chain>``: the
   excess over the hot maximum proposed to cold, a refill asked for below the minimum, with
-  their alert events);
+  their alert events); per chain, custody against the chain (``reconcile.custody:<chain>``,
+  every ``custody_s``); the custody providers' newest statements matched again
+  (``reconcile.provider``); both record their findings as cases (``api.cases``);
   open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
   ``alert.ledger_drift`` event when anything drifted, and a case per finding), the deposit
   histories against the ledger (``reconcile.histories``) and items waiting too long
   (``reconcile.aging``), each finding a case (``api.cases.record_and_alert``:
-  ``alert.case_opened`` once per case); a balance checkpoint; webhook delivery; cleanup of
+  ``alert.case_opened`` once per case); a balance checkpoint; the ledger seal (``ledger.seal``:
+  seals over newly committed transactions); webhook delivery; cleanup of
   idempotency records, rate-limit windows and the run log.
 - Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
   skips the run if another process holds it: two processes never run the same job at once.
@@ -30,6 +33,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -51,6 +55,7 @@ from api import outbox
 from api.repository import jobs as repo
 from config.chains import ChainConfig, ChainsConfig
 from config.errors import CustodyError
+from config.logging import correlated, new_correlation_id, register_configured_secrets
 from config.reconcile import ReconcileConfig
 from config.sweeps import SweepsConfig
 from config.uow import UnitOfWork
@@ -58,6 +63,8 @@ from config.withdrawals import WithdrawalsConfig
 
 if TYPE_CHECKING:
     from chains.probe import ChainExpected, ProbeReport
+    from reconcile.custody import CustodyCheck
+    from reconcile.model import Recorded
 
 log = logging.getLogger("custody.jobs")
 alerts = logging.getLogger("custody.alerts")
@@ -87,14 +94,16 @@ class Intervals:
     cleanup_s: float = 600.0
     sweeps_s: float = 5.0
     hot_limits_s: float = 60.0
+    seal_s: float = 10.0
     histories_s: float = 300.0
     aging_s: float = 300.0
+    #: Custody against the chain reads every address we control at the final block: less often.
+    custody_s: float = 600.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
         """Every job every ``seconds`` (tests, the demo)."""
-        return cls(seconds, seconds, seconds, seconds, seconds, seconds, seconds, seconds,
-                   seconds, seconds, seconds)
+        return cls(**{f.name: seconds for f in dataclasses.fields(cls)})
 
 
 @dataclass
@@ -126,8 +135,12 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             return False
         started = datetime.now(UTC)
         outcome, detail = "ok", None
+        # A fresh correlation id per step: every line it writes, the ledger's ``posted`` lines
+        # with their transaction ids included, carries it and the job's name.
+        step_id = new_correlation_id()
         try:
-            job.step(now or started)
+            with correlated(step_id, job=job.name):
+                job.step(now or started)
         except ChainRefused as exc:
             # Reported once, loudly, by the chain's gate; every later run only records it.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
@@ -137,12 +150,14 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
             # .InvariantBroken): they land below. The withdrawal processor never lets one
             # escape its step: it holds the withdrawal concerned and raises an alert.
             outcome, detail = "error", f"{exc.code}: {exc.message}"[:2000]
-            log.warning("job %s: %s", job.name, detail)
+            log.warning("job %s: %s", job.name, detail,
+                        extra={"job": job.name, "correlation_id": step_id, "code": exc.code})
         except Exception as exc:
             # A programmer error or a broken invariant: loud, logged with its traceback and
             # recorded, so operations see it; the job keeps its schedule.
             outcome, detail = "error", f"{type(exc).__name__}: {exc}"[:2000]
-            log.exception("job %s failed", job.name)
+            log.exception("job %s failed", job.name,
+                          extra={"job": job.name, "correlation_id": step_id})
         finally:
             try:
                 repo.insert_run(conn, job=job.name, worker=WORKER, started_at=started,
@@ -188,7 +203,10 @@ def reconcile(engine: Engine, now: datetime) -> None:
         outbox.raise_alert(uow.conn, "ledger_drift", "\n".join(findings), {
             "findings": [{"kind": d.kind, "subject": d.subject, "expected": d.expected,
                           "observed": d.observed} for d in report.discrepancies[:100]],
-            "count": len(findings), "detected_at": now.isoformat()})
+            "count": len(findings), "detected_at": now.isoformat(),
+            "next": "run custody verify to see each finding; stored balances off the postings: "
+                    "custody rebuild-balances; postings wrong: a correcting transaction "
+                    "(custody reverse TXID ...) referencing the finding"})
         record_and_alert(uow, ledger_check.CHECK, cases, now)
         uow.commit()
     raise LedgerDrift(f"{len(findings)} findings: {'; '.join(findings[:5])}")
@@ -220,6 +238,17 @@ def checkpoint(engine: Engine, now: datetime) -> None:
         log.error("checkpoint %s is not verified: stored balances drifted", cp.id)
 
 
+def seal(engine: Engine, now: datetime) -> None:
+    """Seal the ledger transactions committed since the newest seal, up to the watermark
+    (bounded: at most 100 seals of 10,000 transactions per run; the next run goes on)."""
+    from ledger.seals import seal_once
+
+    made = seal_once(engine, now)
+    if made:
+        log.info("sealed transactions %s..%s in %d seals", made[0].from_transaction_id,
+                 made[-1].through_transaction_id, len(made))
+
+
 @dataclass(frozen=True)
 class LastRun:
     """The newest recorded run of a job."""
@@ -234,6 +263,11 @@ def last_runs(uow: UnitOfWork) -> list[LastRun]:
     """The newest run of every job in the run log (kept a day: see ``cleanup``)."""
     return [LastRun(job, finished_at, outcome == "ok", detail)
             for job, finished_at, outcome, detail in repo.last_runs(uow.conn)]
+
+
+def last_successes(uow: UnitOfWork) -> dict[str, datetime]:
+    """When the newest successful run of each job ended (the run log keeps it: ``cleanup``)."""
+    return dict(repo.last_successes(uow.conn))
 
 
 def drift_findings(runs: Sequence[LastRun]) -> int | None:
@@ -272,7 +306,10 @@ def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
             row = item.row
             outbox.raise_alert(uow.conn, "withdrawal_overdue", f"{row.withdrawal_id}", {
                 "withdrawal_id": str(row.withdrawal_id), "age_s": int(item.age_s),
-                "sla_s": cfg.open_item_sla_s})
+                "sla_s": cfg.open_item_sla_s, "state": row.state,
+                "next": f"custody withdrawal show {row.withdrawal_id}: find why it has not "
+                        "settled (an unknown outcome goes down the ladder, never released on "
+                        "a timer)"})
         uow.commit()
 
 
@@ -287,6 +324,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
     if rcfg is None:
         rcfg = ReconcileConfig(**({"reserve_sla_s": wcfg.open_item_sla_s} if wcfg else {}))
     aging_cfg = rcfg
+    # The secrets this deployment's configuration names never reach a log line.
+    register_configured_secrets([chains, wcfg, scfg], environ)
     jobs = [
         Job("webhooks.deliver", iv.deliver_s, lambda now: outbox.deliver_due(engine, now=now)),
         Job("ledger.reconcile", iv.reconcile_s, lambda now: reconcile(engine, now)),
@@ -294,6 +333,7 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
             lambda now: reconcile_histories(engine, now)),
         Job("reconcile.aging", iv.aging_s, lambda now: reconcile_aging(engine, aging_cfg, now)),
         Job("ledger.checkpoint", iv.checkpoint_s, lambda now: checkpoint(engine, now)),
+        Job("ledger.seal", iv.seal_s, lambda now: seal(engine, now)),
         Job("maintenance.cleanup", iv.cleanup_s, lambda now: cleanup(engine, now)),
     ]
     if chains is not None:
@@ -301,6 +341,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
     if wcfg is not None:
         jobs.append(Job("withdrawals.open_items", iv.open_items_s,
                         lambda now: open_items(engine, wcfg, now)))
+    jobs.append(Job("reconcile.provider", iv.reconcile_s,
+                    lambda now: provider_recheck(engine, now)))
     if only:
         jobs = [j for j in jobs if any(j.name == o or j.name.startswith(o + ".")
                                        or j.name.startswith(o + ":") for o in only)]
@@ -320,6 +362,8 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
         watcher = Watcher(engine, chains, name)
         jobs.append(Job(f"deposits.watch:{name}", iv.watch_s or chain.poll_interval_s,
                         partial(_watch, gate, watcher)))
+        jobs.append(Job(f"reconcile.custody:{name}", iv.custody_s,
+                        partial(_custody, gate, engine, chains, name)))
         if wcfg is None or name not in wcfg.hot_wallets:
             continue
         # The sweeper runs without the hot wallet's signer too (its sweeps are signed by the
@@ -409,6 +453,41 @@ def hot_limit_alerts(engine: Engine, chain: str) -> int:
                 "next": f"admins approve or reject it: custody cold approve {m.id} --as NAME"})
         uow.commit()
     return new
+
+
+def _custody(gate: ChainGate, engine: Engine, chains: ChainsConfig, name: str,
+             now: datetime) -> object:
+    gate.admit(now)
+    return custody_check(engine, chains, name, now)
+
+
+def custody_check(engine: Engine, chains: ChainsConfig, name: str,
+                  now: datetime) -> tuple[CustodyCheck, Recorded]:
+    """Custody against the chain on ``name`` (``reconcile.custody``), its findings recorded as
+    cases (``alert.case_opened`` for each new one) under ``reconcile.custody:<chain>``. A node
+    that cannot give exact figures raises HoldingsUnavailable and nothing is recorded."""
+    from api.cases import record_and_alert
+    from reconcile import custody
+
+    check = custody.check(engine, chains, name)
+    with UnitOfWork(engine) as uow:
+        recorded = record_and_alert(uow, f"reconcile.custody:{name}", check.findings, now)
+        uow.commit()
+    return check, recorded
+
+
+def provider_recheck(engine: Engine, now: datetime) -> Recorded:
+    """Each custody provider's newest statement matched again (``reconcile.provider``: a fix
+    booked or a credit made since its import is seen), findings recorded as cases."""
+    from api.cases import record_and_alert
+    from reconcile import provider
+
+    with UnitOfWork(engine) as uow:
+        checks = provider.recheck_latest(uow)
+        recorded = record_and_alert(uow, provider.CHECK,
+                                    [f for c in checks for f in c.findings], now)
+        uow.commit()
+    return recorded
 
 
 def _watch(gate: ChainGate, watcher: Any, now: datetime) -> object:
@@ -505,7 +584,10 @@ def report_mismatch(engine: Engine, report: ProbeReport, now: datetime) -> None:
         outbox.raise_alert(uow.conn, "config_mismatch", f"{report.chain}:" + "\n".join(lines), {
             "chain": report.chain, "detected_at": now.isoformat(),
             "mismatches": [{"field": f.field, "configured": f.configured,
-                            "observed": f.observed} for f in report.mismatches]})
+                            "observed": f.observed} for f in report.mismatches],
+            "next": f"fix chain {report.chain} in the configuration file (or its node's URL), "
+                    "check it with custody config check, then restart: the chain's jobs stay "
+                    "refused until then"})
         uow.commit()
 
 
@@ -590,6 +672,12 @@ class Scheduler:
     def _run(self, job: Job) -> None:
         run_locked(self.engine, job, stats=self.stats)
 
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler is started and its thread alive (``/readyz``)."""
+        thread = getattr(self._scheduler, "_thread", None)
+        return bool(self._scheduler.running and thread is not None and thread.is_alive())
+
     def start(self) -> None:
         """Start running jobs in background threads."""
         self._scheduler.start()
@@ -608,6 +696,7 @@ class Scheduler:
         async def hook(app: FastAPI) -> AsyncIterator[None]:
             import asyncio
 
+            app.state.scheduler = self  # what /readyz checks
             self.start()
             try:
                 yield

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +44,7 @@ EVENT_TYPE_HEADER = "Custody-Event-Type"
 TIMESTAMP_HEADER = "Custody-Timestamp"
 ATTEMPT_HEADER = "Custody-Delivery-Attempt"
 USER_AGENT = "custody-webhooks/1"
+alert_log = logging.getLogger("custody.alerts")
 
 
 def retry_delays(base_s: int = 30, cap_s: int = 6 * 3600, horizon_s: int = 3 * 86_400) -> tuple[
@@ -274,9 +276,33 @@ def undelivered(uow: UnitOfWork, now: datetime) -> tuple[int, float | None, int]
     return pending, age, failed
 
 
+#: Alerts logged at ERROR (money or the ledger at stake, or a chain refused); the others WARNING.
+ERROR_ALERTS = frozenset({"ledger_drift", "config_mismatch", "withdrawal_held",
+                          "signer_unavailable"})
+
+
+class AlertWithoutNext(AssertionError):
+    """An alert must say what to do next (``payload["next"]``): a programmer error."""
+
+
 def raise_alert(conn: Connection, kind: str, key: str, payload: dict[str, Any]) -> bool:
     """Write an ``alert.<kind>`` event concerning no client (delivered to alert endpoints),
-    once per ``key``: the same finding seen again is the same event. Returns whether new."""
+    once per ``key``: the same finding seen again is the same event. Returns whether new.
+
+    ``payload["next"]`` names what an operator does about it (AlertWithoutNext otherwise). A
+    new alert is also one structured line on ``custody.alerts`` (ERROR for ``ERROR_ALERTS``,
+    else WARNING) with ``alert``, ``kind``, ``next``, the event id and the payload; it commits
+    with ``conn``'s transaction, or not at all."""
+    next_step = payload.get("next")
+    if not isinstance(next_step, str) or not next_step.strip():
+        raise AlertWithoutNext(f"alert {kind!r} does not say what to do next (payload['next'])")
     digest = hashlib.sha256(f"{kind}:{key}".encode()).hexdigest()[:32]
-    return repo.insert_alert(conn, f"evt_alert_{digest}", kind,
-                             json.dumps(payload, sort_keys=True, default=str))
+    event_id = f"evt_alert_{digest}"
+    new = repo.insert_alert(conn, event_id, kind, json.dumps(payload, sort_keys=True,
+                                                             default=str))
+    if new:
+        alert_log.log(logging.ERROR if kind in ERROR_ALERTS else logging.WARNING,
+                      "alert %s: %s", kind, next_step, extra={
+                          "alert": True, "kind": kind, "next": next_step, "event_id": event_id,
+                          "payload": {k: v for k, v in payload.items() if k != "next"}})
+    return new

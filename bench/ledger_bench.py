@@ -19,6 +19,16 @@ Run ``python -m bench.ledger_bench --help``. One run:
      transfer on the application engine), ``post_batch`` (each writer posts ``--batch-size``
      entries per call with ``service.post_entries``, the standalone batch form: one statement);
 
+   - posting checks (``--posting-checks``, ledger modes only): ``trigger`` = the ledger as
+     migrated (every writer's postings checked by ``ledger_postings_account_and_transaction``,
+     revision 0019); ``none`` = that trigger disabled in the bench database (the ledger
+     between revisions 0006 and 0019: the write functions' postings unchecked); ``fk`` = that
+     trigger disabled and the postings' foreign keys of revision 0001 added back (NOT VALID:
+     checked for new rows), ``(account_id, asset_id) -> accounts (id, asset_id)`` and
+     ``transaction_id -> ledger_transactions``, the alternative the trigger was chosen over.
+     Each round runs every variant of a mode one after the other, in an order rotated from round
+     to round, and the table gives each run's ratio to the ``none`` run of its round;
+
 4. checks the ledger with ``ledger.integrity.verify`` (trial balance zero, stored = replayed, ...)
    and the baseline's own trial balance and replay, and that every acknowledged transfer is
    stored exactly once; prints the table and the verdict against the targets.
@@ -71,6 +81,9 @@ EFFECTIVE_AT = datetime(2026, 11, 29, tzinfo=UTC)
 #: owners: the bare baseline function carries none of the guarantees ``post`` must keep. The
 #: bench still measures that row; it is no longer judged.
 TARGETS = {("hot", "post_batch"): 5.0, ("spread", "post_batch"): 3.0, ("hot", "post"): 0.75}
+#: The posting-check variants (see the module docstring); the targets judge ``trigger`` runs.
+POSTING_CHECKS = ("trigger", "none", "fk")
+CHECK_TRIGGER = "ledger_postings_account_and_transaction"
 
 console = Console(highlight=False, width=150)
 
@@ -101,6 +114,8 @@ class RunSpec:
     tag: str
     seed: int
     round: int = 1
+    #: The posting-check variant of the ledger while this runs ("-" for the baseline).
+    check: str = "trigger"
 
     @property
     def per_call(self) -> int:
@@ -138,6 +153,8 @@ class RunResult:
     other_cpu_pct: float | None = None
     server_us_per_tx: float | None = None
     ratio: float | None = None
+    #: tx/s against the same round's run of this scenario, mode and clients with check "none".
+    vs_none: float | None = None
     per_second: list[int] = field(default_factory=list)
 
 
@@ -392,7 +409,7 @@ def measure(book: Book, spec: RunSpec, postmaster: Any | None, rate_cap: float) 
 
 def _progress(spec: RunSpec, shared: Shared, start_at: float, end_at: float) -> list[int]:
     """Print one line per second while the window runs; returns the transfers of each second."""
-    label = f"{spec.scenario:6} {spec.mode:10} x{spec.clients:<2}"
+    label = f"{spec.scenario:6} {spec.mode:10} {spec.check:7} x{spec.clients:<2}"
     per_second: list[int] = []
     last = 0
     tick = start_at
@@ -494,6 +511,26 @@ def fund_wallets(engine: Engine, book: Book) -> int:
     return posted
 
 
+def set_posting_check(url: str, check: str) -> None:
+    """Put the bench database's posting checks in the state of variant ``check`` (as the owner;
+    between runs, while no client is connected)."""
+    enable = "ENABLE" if check == "trigger" else "DISABLE"
+    statements = [
+        f"ALTER TABLE ledger_postings {enable} TRIGGER {CHECK_TRIGGER}",
+        "ALTER TABLE ledger_postings DROP CONSTRAINT IF EXISTS bench_postings_account_fk,"
+        " DROP CONSTRAINT IF EXISTS bench_postings_transaction_fk",
+    ]
+    if check == "fk":
+        statements.append(
+            "ALTER TABLE ledger_postings ADD CONSTRAINT bench_postings_account_fk"
+            " FOREIGN KEY (account_id, asset_id) REFERENCES accounts (id, asset_id) NOT VALID,"
+            " ADD CONSTRAINT bench_postings_transaction_fk"
+            " FOREIGN KEY (transaction_id) REFERENCES ledger_transactions (id) NOT VALID")
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn, conn.transaction():
+        for statement in statements:
+            conn.execute(statement)
+
+
 def load_baseline(url: str) -> None:
     """Create the baseline's tables and function and seed them from the ledger's accounts,
     balances and history."""
@@ -558,8 +595,9 @@ def check_everything(url: str, ledger_acked: int, baseline_acked: int) -> Checks
 
 # --- report ----------------------------------------------------------------------------------
 
-COLUMNS = ("scenario", "mode", "clients", "batch", "round", "tx/s", "vs baseline", "p50 ms/call",
-           "p99 ms/call", "server CPU", "server µs/tx", "client CPU", "other CPU", "errors")
+COLUMNS = ("scenario", "mode", "check", "clients", "batch", "round", "tx/s", "vs baseline",
+           "vs no check", "p50 ms/call", "p99 ms/call", "server CPU", "server µs/tx",
+           "client CPU", "other CPU", "errors")
 
 
 def _pct(value: float | None) -> str:
@@ -568,8 +606,9 @@ def _pct(value: float | None) -> str:
 
 def _cells(r: RunResult) -> list[str]:
     return [
-        r.spec.scenario, r.spec.mode, str(r.spec.clients), str(r.spec.per_call), str(r.spec.round),
-        f"{r.tx_per_s:,.0f}", "-" if r.ratio is None else f"{r.ratio:.2f}x",
+        r.spec.scenario, r.spec.mode, r.spec.check, str(r.spec.clients), str(r.spec.per_call),
+        str(r.spec.round), f"{r.tx_per_s:,.0f}", "-" if r.ratio is None else f"{r.ratio:.2f}x",
+        "-" if r.vs_none is None else f"{r.vs_none:.3f}x",
         f"{r.p50_ms:.1f}", f"{r.p99_ms:.1f}", _pct(r.server_cpu_pct),
         "-" if r.server_us_per_tx is None else f"{r.server_us_per_tx:,.0f}",
         _pct(r.client_cpu_pct), _pct(r.other_cpu_pct), str(r.errors),
@@ -577,19 +616,23 @@ def _cells(r: RunResult) -> list[str]:
 
 
 def best_runs(results: list[RunResult]) -> list[RunResult]:
-    """Per (scenario, mode, clients), the round with the most tx/s; ratios against the best
-    baseline round of the scenario (so the baseline gets the same benefit of the doubt)."""
-    best: dict[tuple[str, str, int], RunResult] = {}
+    """Per (scenario, mode, check, clients), the round with the most tx/s; ratios against the
+    best baseline round of the scenario (so the baseline gets the same benefit of the doubt)
+    and against the best "none" round of the same scenario, mode and clients."""
+    best: dict[tuple[str, str, str, int], RunResult] = {}
     for r in results:
-        key = (r.spec.scenario, r.spec.mode, r.spec.clients)
+        key = (r.spec.scenario, r.spec.mode, r.spec.check, r.spec.clients)
         if key not in best or r.tx_per_s > best[key].tx_per_s:
             best[key] = r
     chosen = []
-    for r in best.values():
-        base = best.get((r.spec.scenario, "baseline", r.spec.clients)) or next(
-            (b for k, b in best.items() if k[:2] == (r.spec.scenario, "baseline")), None)
+    for (scenario, mode, _, clients), r in best.items():
+        base = best.get((scenario, "baseline", "-", clients)) or next(
+            (b for k, b in best.items() if k[:2] == (scenario, "baseline")), None)
         ratio = r.tx_per_s / base.tx_per_s if base and base.tx_per_s else None
-        chosen.append(RunResult(**{**r.__dict__, "ratio": ratio}))
+        bare = best.get((scenario, mode, "none", clients))
+        vs_none = r.tx_per_s / bare.tx_per_s if bare and bare.tx_per_s and mode != "baseline" \
+            else None
+        chosen.append(RunResult(**{**r.__dict__, "ratio": ratio, "vs_none": vs_none}))
     return chosen
 
 
@@ -615,7 +658,7 @@ def verdicts(best: list[RunResult]) -> list[str]:
     lines = []
     for (scenario, mode), target in TARGETS.items():
         rows = [r for r in best if (r.spec.scenario, r.spec.mode) == (scenario, mode)
-                and r.ratio is not None]
+                and r.spec.check == "trigger" and r.ratio is not None]
         if not rows:
             continue
         top = max(rows, key=lambda r: r.tx_per_s)
@@ -647,6 +690,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--accounts", type=int, default=10_000, help="user wallets (10000)")
     p.add_argument("--scenarios", default="hot,spread", help="hot,spread")
     p.add_argument("--modes", default="baseline,post,post_batch", help="baseline,post,post_batch")
+    p.add_argument("--posting-checks", default="trigger",
+                   help="comma-separated posting-check variants of the ledger modes: trigger (as "
+                        "migrated), none (its trigger disabled), fk (foreign keys instead) "
+                        "(trigger)")
     p.add_argument("--runner", choices=("process", "thread"), default="process",
                    help="clients as processes (default) or threads of this process")
     p.add_argument("--database-url", default="",
@@ -675,16 +722,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def plan(args: argparse.Namespace) -> list[RunSpec]:
     """Every run, in order: rounds interleaved; per scenario, the baseline first."""
     stamp = datetime.now(UTC).strftime("%H%M%S")
+    checks = args.posting_checks.split(",")
+    unknown = set(checks) - set(POSTING_CHECKS)
+    if unknown:
+        raise SystemExit(f"--posting-checks: unknown {sorted(unknown)}; known {POSTING_CHECKS}")
     runs = []
     for round_no in range(1, args.rounds + 1):
+        # Rotated per round: no variant always runs first (after the baseline) or last.
+        shift = (round_no - 1) % len(checks)
+        order = checks[shift:] + checks[:shift]
         for scenario in args.scenarios.split(","):
             for mode in args.modes.split(","):
                 counts = ([int(x) for x in args.batch_writers.split(",")] if mode == "post_batch"
                           else [args.clients])
                 for clients in counts:
-                    tag = f"{stamp}:{scenario}:{mode}:{clients}:{round_no}"
-                    runs.append(RunSpec(scenario, mode, clients, args.batch_size, args.seconds,
-                                        args.runner, tag, args.seed, round_no))
+                    for check in (["-"] if mode == "baseline" else order):
+                        tag = f"{stamp}:{scenario}:{mode}:{check}:{clients}:{round_no}"
+                        runs.append(RunSpec(scenario, mode, clients, args.batch_size,
+                                            args.seconds, args.runner, tag, args.seed, round_no,
+                                            check))
     return runs
 
 
@@ -719,10 +775,15 @@ def run_all(args: argparse.Namespace, book: Book) -> tuple[list[RunResult], int,
     ledger_acked = len(book.wallets)  # the funding deposits
     baseline_acked = 0
     results: list[RunResult] = []
+    current_check = "trigger"  # as migrated
     for spec in plan(args):
+        if spec.check not in ("-", current_check):
+            set_posting_check(book.url, spec.check)
+            current_check = spec.check
         busy = wait_for_quiet(args.idle_wait, args.idle_busy_max)
         console.print(f"[bold]run[/] round {spec.round}: {spec.scenario} / {spec.mode} / "
-                      f"{spec.clients} clients"
+                      + ("" if spec.check == "-" else f"posting check {spec.check} / ")
+                      + f"{spec.clients} clients"
                       + (f" / batches of {spec.batch_size}" if spec.mode == "post_batch" else "")
                       + f" (machine busy before: {busy:.0f}% of a core)")
         result = measure(book, spec, postmaster, args.rate_cap)
@@ -740,6 +801,13 @@ def run_all(args: argparse.Namespace, book: Book) -> tuple[list[RunResult], int,
         base = next((b for b in results if b.spec.scenario == r.spec.scenario
                      and b.spec.mode == "baseline" and b.spec.round == r.spec.round), None)
         r.ratio = r.tx_per_s / base.tx_per_s if base and base.tx_per_s else None
+        bare = next((b for b in results if b.spec.check == "none" and b.spec.round == r.spec.round
+                     and (b.spec.scenario, b.spec.mode, b.spec.clients)
+                     == (r.spec.scenario, r.spec.mode, r.spec.clients)), None)
+        if bare and bare.tx_per_s and r.spec.mode != "baseline":
+            r.vs_none = r.tx_per_s / bare.tx_per_s
+    if current_check != "trigger":
+        set_posting_check(book.url, "trigger")  # the checks below read the ledger as migrated
     return results, ledger_acked, baseline_acked
 
 

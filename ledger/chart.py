@@ -14,6 +14,7 @@ REVENUE_WITHDRAWAL_FEES = "revenue:withdrawal_fees"
 EXPENSE_NETWORK_FEES = "expense:network_fees"
 EXPENSE_WRITE_OFFS = "expense:write_offs"
 EQUITY_OWNER = "equity:owner"
+CLEARING_PROVIDER_PREFIX = "clearing:provider:"
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,25 @@ def equity_owner() -> AccountSpec:
     return AccountSpec(EQUITY_OWNER, AccountType.EQUITY)
 
 
+def clearing_provider(provider: str) -> AccountSpec:
+    """What a custody provider reported and the ledger has booked but not yet attributed to
+    anyone (``reconcile.provider``, ``docs/provider-statements.md``): a transfer the provider
+    holds that the ledger lacked comes in as ``DR custody:{chain} / CR clearing:provider:{p}``
+    (a fix referencing its case) and leaves when attributed (``DR clearing / CR
+    user:{id}:wallet`` or suspense); one of ours the provider does not have goes the other way
+    (``DR clearing / CR custody``) until it is found or written off. Customer money in custody:
+    it counts with the customer liabilities. Zero when everything is explained."""
+    return AccountSpec(f"{CLEARING_PROVIDER_PREFIX}{provider}", AccountType.LIABILITY)
+
+
 def is_custody(code: str) -> bool:
     """Whether ``code`` is a custody account (customer money on a chain)."""
     return code.startswith("custody:")
 
 
 def is_customer_liability(code: str) -> bool:
-    """Whether ``code`` is money owed to customers: wallets, withdrawals in flight, suspense."""
-    if code == SUSPENSE_UNATTRIBUTED:
+    """Whether ``code`` is money owed to customers: wallets, withdrawals in flight, suspense,
+    and what a provider's clearing account holds for attribution."""
+    if code == SUSPENSE_UNATTRIBUTED or code.startswith(CLEARING_PROVIDER_PREFIX):
         return True
     return code.startswith("user:") and code.endswith((":wallet", ":withdrawals"))

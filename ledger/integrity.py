@@ -1,10 +1,27 @@
 """Integrity of the ledger: verify, rebuild the balance projection, take checkpoints.
 
-``verify`` returns discrepancies as data (it never raises for a finding): trial balance per
-asset, stored balance = replay (balance and version), flags respected, custody = customer
-liabilities per asset, every transaction balanced and non-empty, reversals and closings within
-their originals, checkpoint digests intact. It replays from the newest verified checkpoint, or
-from the first posting with ``full=True``.
+``verify`` returns discrepancies as data (it never raises for a finding), in one REPEATABLE READ
+snapshot. It starts from the newest verified checkpoint, or from the first posting with
+``full=True``; some checks cover only the postings after that start, the others the whole
+ledger every time:
+
+- *incremental* (postings after the newest verified checkpoint; every posting with ``full``):
+  stored balance = checkpoint + replay (balance and version), flags respected, trial balance
+  zero per asset and custody = customer liabilities per asset (both on the replayed balances),
+  every transaction with a posting after the start balanced per asset (all its postings
+  summed), and every such posting on an existing account of the posting's asset, naming an
+  existing ledger transaction (``posting_asset_mismatch``, ``posting_orphan``);
+- *whole ledger, always*: transactions without postings, reversals and closings within their
+  originals, the base checkpoint's digest;
+- *seals* (``ledger.seals``): the seal chain recomputed after the seal the checkpoint recorded,
+  or from the first seal with ``full=True``.
+
+The database refuses wrong-asset and orphan postings from every writer at insert
+(``ledger_postings_account_and_transaction``, migrations/sql/triggers/ledger_postings.sql), so
+what the posting checks find was written before that check (revision 0019) or by a superuser
+with triggers off. A row written that way *below* the newest checkpoint, by a superuser who
+also kept the balances in step (so that the checkpoint verified), is only found by
+``full=True`` (``custody verify --full``): run it after any such access, and from time to time.
 
 ``rebuild_balances`` recomputes the projection account by account under the same row locks the
 post function takes, so it is safe while postings continue (no lost update).
@@ -66,9 +83,13 @@ def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
                         "checkpoint_digest", f"checkpoint {base.id}", base.digest, digest
                     )
                 )
+        # Imported here: ledger.seals imports Discrepancy from this module.
+        from ledger.seals import verify_seals
+
+        found += verify_seals(conn, base).discrepancies
         states = repo.account_states(conn, base)
         found += _account_findings(states)
-        lo = base.through_posting_id if base else 0
+        lo = base.through_posting_id if base else repo.BEFORE_FIRST_POSTING
         for txid, asset, total in repo.unbalanced_transactions(conn, lo):
             found.append(
                 Discrepancy(
@@ -79,6 +100,7 @@ def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
             found.append(
                 Discrepancy("transaction_empty", f"transaction {txid}", ">= 2 postings", "0")
             )
+        found += _posting_findings(repo.posting_faults(conn, lo))
         for kind, pid, amount, used in repo.over_consumed_postings(conn):
             found.append(
                 Discrepancy(
@@ -88,7 +110,26 @@ def verify(engine: Engine, *, full: bool = False) -> VerifyReport:
                     str(used),
                 )
             )
-    return VerifyReport(found, len(states), base.id if base else None, lo)
+    return VerifyReport(found, len(states), base.id if base else None,
+                        base.through_posting_id if base else 0)
+
+
+def _posting_findings(faults: list[repo.PostingFault]) -> list[Discrepancy]:
+    """Each posting off its account's asset, or naming a missing account or transaction."""
+    found = []
+    for f in faults:
+        where = f"posting {f.posting_id} (transaction {f.transaction_id})"
+        if not f.transaction_exists:
+            found.append(Discrepancy("posting_orphan", where, f"transaction {f.transaction_id}",
+                                     "no such transaction"))
+        if f.account_code is None:
+            found.append(Discrepancy("posting_orphan", where, f"account {f.account_id}",
+                                     "no such account"))
+        elif not f.asset_matches:
+            found.append(Discrepancy("posting_asset_mismatch",
+                                     f"{where} on {f.account_code} ({f.account_asset})",
+                                     f"asset {f.account_asset}", f"asset {f.posting_asset}"))
+    return found
 
 
 def _account_findings(states: list[repo.AccountState]) -> list[Discrepancy]:

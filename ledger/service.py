@@ -9,6 +9,7 @@ the whole unit of work on serialization failures with ``config.uow.run_in_transa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +42,11 @@ from ledger.errors import (
     TransactionNotFound,
 )
 from ledger.model import Account, Asset, Entry, Line
+
+#: One INFO line per transaction posted or replayed, with its id and idempotency key: the
+#: line carries the correlation id of the request or job step that posted it (set by the
+#: caller's logging context), which is how a request is followed to its ledger transaction.
+log = logging.getLogger("custody.ledger")
 
 _T = TypeVar("_T")
 
@@ -152,9 +158,25 @@ def post(uow: UnitOfWork, entry: Entry) -> Posted:
         model.validate_entry(entry)
         outcome = _outcome(entry.idempotency_key,
                            *repo.post_one(uow.conn, repo.to_one_params(entry)))
+        _log_posted([entry], [outcome], committed=False)
     else:
         outcome = post_batch(uow, [entry])[0]
     return _posted(outcome)
+
+
+def _log_posted(entries: Sequence[Entry], outcomes: Sequence[BatchOutcome], *,
+                committed: bool) -> None:
+    """The ``posted`` line of each entry written or replayed (``committed`` False: it commits
+    with the caller's unit of work, or not at all)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    for entry, outcome in zip(entries, outcomes, strict=True):
+        if outcome.transaction_id is not None and outcome.error is None:
+            log.info("ledger transaction %s %s (%s)", outcome.transaction_id, outcome.status,
+                     entry.kind, extra={
+                         "transaction_id": outcome.transaction_id, "status": outcome.status,
+                         "kind": entry.kind, "idempotency_key": entry.idempotency_key,
+                         "reference": entry.reference, "committed": committed})
 
 
 def _posted(outcome: BatchOutcome) -> Posted:
@@ -171,7 +193,9 @@ def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
     does not fail the others. Entries are judged in order (an earlier credit can fund a later
     debit). A malformed entry raises EntryInvalid before anything is sent.
     """
-    return _post_batch_on(uow.conn, entries)
+    outcomes = _post_batch_on(uow.conn, entries)
+    _log_posted(entries, outcomes, committed=False)
+    return outcomes
 
 
 def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutcome]:
@@ -226,7 +250,9 @@ def post_entry(engine: Engine, entry: Entry, *, attempts_max: int = 8) -> Posted
     model.validate_entry(entry)
     params = repo.to_one_params(entry)
     status, txid = _retried(lambda: repo.post_one_alone(engine, params), attempts_max)
-    return _posted(_outcome(entry.idempotency_key, status, txid))
+    outcome = _outcome(entry.idempotency_key, status, txid)
+    _log_posted([entry], [outcome], committed=True)
+    return _posted(outcome)
 
 
 def post_entries(
@@ -234,9 +260,11 @@ def post_entries(
 ) -> list[BatchOutcome]:
     """``post_batch`` in its own database transaction: one autocommit statement, retried whole
     on 40001/40P01 (the function's writes are atomic: all items' verdicts commit together)."""
-    return _retried(
+    outcomes = _retried(
         lambda: _post_batch_with(lambda arrays: repo.post_batch_alone(engine, arrays), entries),
         attempts_max)
+    _log_posted(entries, outcomes, committed=True)
+    return outcomes
 
 
 def _retried(call: Callable[[], _T], attempts_max: int) -> _T:

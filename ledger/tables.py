@@ -95,6 +95,8 @@ balance_checkpoints = sa.Table(
     sa.Column("verified", sa.Boolean, nullable=False, comment="Agreed with stored balances"),
     sa.Column("accounts_count", sa.Integer, nullable=False),
     sa.Column("digest", sa.Text, nullable=False, comment="SHA-256 over its entries"),
+    sa.Column("seal_id", sa.BigInteger, comment="Newest ledger seal when it was taken"),
+    sa.Column("seal_hash", sa.Text, comment="That seal's hash (checked by verify)"),
 )
 
 balance_checkpoint_entries = sa.Table(

@@ -1017,6 +1017,47 @@ $$;
 ALTER FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text, p_ref text, p_eff timestamp with time zone, p_reason text, p_source text, p_oop boolean, p_meta jsonb, l_acc bigint[], l_asset integer[], l_amt numeric[]) OWNER TO custody_ledger_writer;
 
 --
+-- Name: ledger_postings_account_and_transaction(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.ledger_postings_account_and_transaction() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad record;
+  account_asset int;
+BEGIN
+  -- One primary-key lookup per posting in accounts and in ledger_transactions (scalar
+  -- subqueries, so that a plan cached while the tables were small never becomes a scan). Only
+  -- the two in WHERE: each subquery in the select list would be set up again on every call
+  -- (measured: a single post's two-row INSERT paid about twice as much with four).
+  SELECT n.account_id, n.asset_id, n.transaction_id INTO bad
+    FROM new_rows n
+   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
+      OR (SELECT t.id FROM ledger_transactions t WHERE t.id = n.transaction_id) IS NULL
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- Refused: say why, for that posting.
+  IF NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = bad.transaction_id) THEN
+    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', bad.transaction_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  SELECT a.asset_id INTO account_asset FROM accounts a WHERE a.id = bad.account_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'posting on account %, which does not exist', bad.account_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RAISE EXCEPTION 'posting on account % in asset %: the account is in asset %', bad.account_id,
+    bad.asset_id, account_asset USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.ledger_postings_account_and_transaction() OWNER TO CURRENT_USER;
+
+--
 -- Name: ledger_postings_after_insert(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -1025,39 +1066,24 @@ CREATE FUNCTION public.ledger_postings_after_insert() RETURNS trigger
     AS $$
 DECLARE
   bad_txn bigint;
-  missing_txn bigint;
   has_refs boolean;
   orig record;
   bad record;
 BEGIN
-  -- Each posting's account exists in the posting's asset (was a composite foreign key).
-  SELECT n.account_id, n.asset_id INTO bad
-    FROM new_rows n
-   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting on account % in asset %: no such account in that asset',
-      bad.account_id, bad.asset_id USING ERRCODE = 'foreign_key_violation';
-  END IF;
-
   -- A committed transaction is closed: postings can only be written by the database
   -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
   -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
-  -- thinks of the transition table's size. A transaction that does not exist: was a foreign key.
+  -- thinks of the transition table's size. (That each posting's account exists in its asset
+  -- and its transaction exists, ledger_postings_account_and_transaction checked, above.)
   SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
-         min(d.transaction_id) FILTER (WHERE d.txn_xmin IS NULL),
          bool_or(d.refs)
-    INTO bad_txn, missing_txn, has_refs
+    INTO bad_txn, has_refs
     FROM (SELECT n.transaction_id,
                  bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
                    AS refs,
                  (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
                    AS txn_xmin
             FROM new_rows n GROUP BY n.transaction_id) d;
-  IF missing_txn IS NOT NULL THEN
-    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', missing_txn
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
   IF bad_txn IS NOT NULL THEN
     RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
       USING ERRCODE = 'check_violation';
@@ -2226,7 +2252,11 @@ CREATE TABLE public.balance_checkpoints (
     verified boolean NOT NULL,
     accounts_count integer NOT NULL,
     digest text NOT NULL,
-    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text))
+    seal_id bigint,
+    seal_hash text,
+    CONSTRAINT balance_checkpoints_check CHECK (((seal_id IS NULL) = (seal_hash IS NULL))),
+    CONSTRAINT balance_checkpoints_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT balance_checkpoints_seal_hash_check CHECK ((seal_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
 
@@ -2237,6 +2267,13 @@ ALTER TABLE public.balance_checkpoints OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.balance_checkpoints IS 'Balances of every account covering all postings with id <= through_posting_id; verified when the replay that produced it agreed with the stored balances.';
+
+
+--
+-- Name: COLUMN balance_checkpoints.seal_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.balance_checkpoints.seal_id IS 'The newest ledger seal when the checkpoint was taken (NULL: none yet); seal_hash is its hash, so that changing that seal row afterwards is detected.';
 
 
 --
@@ -3307,6 +3344,78 @@ ALTER SEQUENCE public.ledger_postings_id_seq OWNED BY public.ledger_postings.id;
 
 
 --
+-- Name: ledger_seals; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.ledger_seals (
+    id bigint NOT NULL,
+    from_transaction_id bigint NOT NULL,
+    through_transaction_id bigint NOT NULL,
+    transactions_count integer NOT NULL,
+    postings_count integer NOT NULL,
+    merkle_root text NOT NULL,
+    previous_hash text NOT NULL,
+    seal_hash text NOT NULL,
+    sealed_at timestamp with time zone NOT NULL,
+    transaction_ids bigint[] NOT NULL,
+    leaf_prefixes bytea NOT NULL,
+    CONSTRAINT ledger_seals_check CHECK ((through_transaction_id >= from_transaction_id)),
+    CONSTRAINT ledger_seals_check1 CHECK ((cardinality(transaction_ids) = transactions_count)),
+    CONSTRAINT ledger_seals_check2 CHECK ((length(leaf_prefixes) = (8 * transactions_count))),
+    CONSTRAINT ledger_seals_from_transaction_id_check CHECK ((from_transaction_id >= 1)),
+    CONSTRAINT ledger_seals_merkle_root_check CHECK ((merkle_root ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_postings_count_check CHECK ((postings_count >= 0)),
+    CONSTRAINT ledger_seals_previous_hash_check CHECK ((previous_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_seal_hash_check CHECK ((seal_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ledger_seals_transactions_count_check CHECK ((transactions_count >= 1))
+);
+
+
+ALTER TABLE public.ledger_seals OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE ledger_seals; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.ledger_seals IS 'Tamper evidence: each seal covers every ledger transaction with id in [from_transaction_id, through_transaction_id] (the range after the previous seal), with a Merkle root over their canonical form and seal_hash = SHA-256 over the previous seal''s hash, the range, the counts, the root and sealed_at (docs/sealing.md). Append-only.';
+
+
+--
+-- Name: COLUMN ledger_seals.transaction_ids; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_seals.transaction_ids IS 'The ids of the sealed transactions in order: lets verify name a missing or inserted transaction. Diagnostic only: not covered by seal_hash (the root already is).';
+
+
+--
+-- Name: COLUMN ledger_seals.leaf_prefixes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.ledger_seals.leaf_prefixes IS 'The first 8 bytes of each leaf hash, in the order of transaction_ids: lets verify name a changed or reordered transaction. Diagnostic only, like transaction_ids.';
+
+
+--
+-- Name: ledger_seals_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.ledger_seals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.ledger_seals_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: ledger_seals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.ledger_seals_id_seq OWNED BY public.ledger_seals.id;
+
+
+--
 -- Name: ledger_transactions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -3537,6 +3646,114 @@ ALTER TABLE public.provider_inbox OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.provider_inbox IS 'Custody provider notifications, stored with their unique event id before processing.';
+
+
+--
+-- Name: provider_statement_records; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_statement_records (
+    id bigint NOT NULL,
+    statement_id bigint NOT NULL,
+    provider text NOT NULL,
+    reference text NOT NULL,
+    direction text NOT NULL,
+    asset text NOT NULL,
+    amount_minor public.money128 NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    chain text,
+    tx_hash text,
+    CONSTRAINT provider_statement_records_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
+    CONSTRAINT provider_statement_records_asset_check CHECK ((asset ~ '^[A-Z0-9][A-Z0-9._-]{0,31}$'::text)),
+    CONSTRAINT provider_statement_records_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text]))),
+    CONSTRAINT provider_statement_records_reference_check CHECK (((length(reference) >= 1) AND (length(reference) <= 200))),
+    CONSTRAINT provider_statement_records_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.provider_statement_records OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_statement_records; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_statement_records IS 'One transfer as a custody provider reported it, stored by the first statement that held it (amount_minor in the ledger asset''s minor units; direction in: into our custody). Unique per (provider, reference): the reference is how the provider and we name the same transfer (for a deposit it attested: <chain>:<tx_hash>:<position>). Append-only.';
+
+
+--
+-- Name: provider_statement_records_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.provider_statement_records_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.provider_statement_records_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: provider_statement_records_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.provider_statement_records_id_seq OWNED BY public.provider_statement_records.id;
+
+
+--
+-- Name: provider_statements; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.provider_statements (
+    id bigint NOT NULL,
+    provider text NOT NULL,
+    format text NOT NULL,
+    sha256 text NOT NULL,
+    file_name text,
+    period_start timestamp with time zone NOT NULL,
+    period_end timestamp with time zone NOT NULL,
+    record_count integer NOT NULL,
+    imported_by text NOT NULL,
+    imported_at timestamp with time zone NOT NULL,
+    CONSTRAINT provider_statements_check CHECK ((period_end > period_start)),
+    CONSTRAINT provider_statements_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 500))),
+    CONSTRAINT provider_statements_format_check CHECK ((format = ANY (ARRAY['csv'::text, 'json'::text]))),
+    CONSTRAINT provider_statements_imported_by_check CHECK (((length(imported_by) >= 1) AND (length(imported_by) <= 200))),
+    CONSTRAINT provider_statements_provider_check CHECK ((provider ~ '^[a-z0-9][a-z0-9._-]{0,63}$'::text)),
+    CONSTRAINT provider_statements_record_count_check CHECK ((record_count >= 1)),
+    CONSTRAINT provider_statements_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.provider_statements OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE provider_statements; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.provider_statements IS 'A custody provider statement file as imported: its provider, the period it covers [period_start, period_end), the SHA-256 of its bytes (the same file is one statement) and how many records it held. Append-only.';
+
+
+--
+-- Name: provider_statements_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.provider_statements_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.provider_statements_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: provider_statements_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.provider_statements_id_seq OWNED BY public.provider_statements.id;
 
 
 --
@@ -4433,6 +4650,13 @@ ALTER TABLE ONLY public.ledger_postings ALTER COLUMN id SET DEFAULT nextval('pub
 
 
 --
+-- Name: ledger_seals id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals ALTER COLUMN id SET DEFAULT nextval('public.ledger_seals_id_seq'::regclass);
+
+
+--
 -- Name: ledger_transactions id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4451,6 +4675,20 @@ ALTER TABLE ONLY public.outbox_events ALTER COLUMN id SET DEFAULT nextval('publi
 --
 
 ALTER TABLE ONLY public.outgoing_attempts ALTER COLUMN id SET DEFAULT nextval('public.outgoing_attempts_id_seq'::regclass);
+
+
+--
+-- Name: provider_statement_records id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records ALTER COLUMN id SET DEFAULT nextval('public.provider_statement_records_id_seq'::regclass);
+
+
+--
+-- Name: provider_statements id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements ALTER COLUMN id SET DEFAULT nextval('public.provider_statements_id_seq'::regclass);
 
 
 --
@@ -4930,6 +5168,38 @@ ALTER TABLE ONLY public.ledger_postings
 
 
 --
+-- Name: ledger_seals ledger_seals_from_transaction_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_from_transaction_id_key UNIQUE (from_transaction_id);
+
+
+--
+-- Name: ledger_seals ledger_seals_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: ledger_seals ledger_seals_previous_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_previous_hash_key UNIQUE (previous_hash);
+
+
+--
+-- Name: ledger_seals ledger_seals_seal_hash_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.ledger_seals
+    ADD CONSTRAINT ledger_seals_seal_hash_key UNIQUE (seal_hash);
+
+
+--
 -- Name: ledger_transactions ledger_transactions_idempotency_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4991,6 +5261,46 @@ ALTER TABLE ONLY public.outgoing_attempts
 
 ALTER TABLE ONLY public.provider_inbox
     ADD CONSTRAINT provider_inbox_pkey PRIMARY KEY (event_id);
+
+
+--
+-- Name: provider_statement_records provider_statement_records_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_statement_records provider_statement_records_provider_reference_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_provider_reference_key UNIQUE (provider, reference);
+
+
+--
+-- Name: provider_statements provider_statements_id_provider_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_id_provider_key UNIQUE (id, provider);
+
+
+--
+-- Name: provider_statements provider_statements_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: provider_statements provider_statements_provider_sha256_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statements
+    ADD CONSTRAINT provider_statements_provider_sha256_key UNIQUE (provider, sha256);
 
 
 --
@@ -5335,6 +5645,13 @@ CREATE INDEX ledger_postings_reverses_idx ON public.ledger_postings USING btree 
 
 
 --
+-- Name: ledger_transactions_provider_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX ledger_transactions_provider_idx ON public.ledger_transactions USING btree (COALESCE((metadata ->> 'provider'::text), (((metadata -> 'evidence'::text) -> 'attestation'::text) ->> 'provider'::text))) WHERE ((metadata ? 'provider'::text) OR (((metadata -> 'evidence'::text) -> 'attestation'::text) ? 'provider'::text));
+
+
+--
 -- Name: ledger_transactions_reference_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5388,6 +5705,13 @@ CREATE UNIQUE INDEX outgoing_attempts_top_up_attempt_no ON public.outgoing_attem
 --
 
 CREATE INDEX provider_inbox_key_idx ON public.provider_inbox USING btree (chain, tx_hash, "position", received_at);
+
+
+--
+-- Name: provider_statement_records_period_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX provider_statement_records_period_idx ON public.provider_statement_records USING btree (provider, occurred_at);
 
 
 --
@@ -5832,6 +6156,13 @@ CREATE TRIGGER ledger_periods_no_truncate BEFORE TRUNCATE ON public.ledger_perio
 
 
 --
+-- Name: ledger_postings ledger_postings_account_and_transaction; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_postings_account_and_transaction AFTER INSERT ON public.ledger_postings REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_postings_account_and_transaction();
+
+
+--
 -- Name: ledger_postings ledger_postings_after_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5857,6 +6188,20 @@ CREATE CONSTRAINT TRIGGER ledger_postings_balanced AFTER INSERT ON public.ledger
 --
 
 CREATE TRIGGER ledger_postings_no_truncate BEFORE TRUNCATE ON public.ledger_postings FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_seals ledger_seals_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_seals_append_only BEFORE DELETE OR UPDATE ON public.ledger_seals FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: ledger_seals ledger_seals_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER ledger_seals_no_truncate BEFORE TRUNCATE ON public.ledger_seals FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -5941,6 +6286,34 @@ CREATE TRIGGER outgoing_attempts_no_truncate BEFORE TRUNCATE ON public.outgoing_
 --
 
 CREATE TRIGGER provider_inbox_append_only BEFORE DELETE OR UPDATE ON public.provider_inbox FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statement_records provider_statement_records_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statement_records_append_only BEFORE DELETE OR UPDATE ON public.provider_statement_records FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statement_records provider_statement_records_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statement_records_no_truncate BEFORE TRUNCATE ON public.provider_statement_records FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statements provider_statements_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statements_append_only BEFORE DELETE OR UPDATE ON public.provider_statements FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: provider_statements provider_statements_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER provider_statements_no_truncate BEFORE TRUNCATE ON public.provider_statements FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -6198,6 +6571,14 @@ ALTER TABLE ONLY public.balance_checkpoint_entries
 
 
 --
+-- Name: balance_checkpoints balance_checkpoints_seal_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.balance_checkpoints
+    ADD CONSTRAINT balance_checkpoints_seal_id_fkey FOREIGN KEY (seal_id) REFERENCES public.ledger_seals(id);
+
+
+--
 -- Name: cases cases_resolution_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6422,6 +6803,14 @@ ALTER TABLE ONLY public.outgoing_attempts
 
 
 --
+-- Name: provider_statement_records provider_statement_records_statement_id_provider_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.provider_statement_records
+    ADD CONSTRAINT provider_statement_records_statement_id_provider_fkey FOREIGN KEY (statement_id, provider) REFERENCES public.provider_statements(id, provider);
+
+
+--
 -- Name: sweep_events sweep_events_attempt_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6636,6 +7025,7 @@ GRANT SELECT,UPDATE ON TABLE public.account_balances TO custody_ledger_writer;
 
 GRANT SELECT,INSERT ON TABLE public.accounts TO custody_app;
 GRANT SELECT ON TABLE public.accounts TO custody_withdrawal_writer;
+GRANT SELECT ON TABLE public.accounts TO custody_ledger_writer;
 
 
 --
@@ -7051,6 +7441,20 @@ GRANT USAGE ON SEQUENCE public.ledger_postings_id_seq TO custody_ledger_writer;
 
 
 --
+-- Name: TABLE ledger_seals; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.ledger_seals TO custody_app;
+
+
+--
+-- Name: SEQUENCE ledger_seals_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.ledger_seals_id_seq TO custody_app;
+
+
+--
 -- Name: TABLE ledger_transactions; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7102,6 +7506,34 @@ GRANT SELECT,USAGE ON SEQUENCE public.outgoing_attempts_id_seq TO custody_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.provider_inbox TO custody_app;
+
+
+--
+-- Name: TABLE provider_statement_records; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_statement_records TO custody_app;
+
+
+--
+-- Name: SEQUENCE provider_statement_records_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.provider_statement_records_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE provider_statements; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.provider_statements TO custody_app;
+
+
+--
+-- Name: SEQUENCE provider_statements_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.provider_statements_id_seq TO custody_app;
 
 
 --

@@ -41,6 +41,23 @@ def last_runs(conn: Connection) -> list[tuple[str, datetime, str, str | None]]:
     return [(r.job, r.finished_at, r.outcome, r.detail) for r in rows]
 
 
+def last_successes(conn: Connection) -> list[tuple[str, datetime]]:
+    """(job, finished at) of the newest successful run of every job in the log: for each job
+    (the newest run per job, through the (job, started_at) index), a backward index scan to
+    its newest ``ok`` run."""
+    rows = conn.execute(sa.text(
+        "SELECT j.job, s.finished_at FROM (SELECT DISTINCT job FROM job_runs) j "
+        "CROSS JOIN LATERAL (SELECT finished_at FROM job_runs r WHERE r.job = j.job "
+        "  AND r.outcome = 'ok' ORDER BY r.started_at DESC LIMIT 1) s ORDER BY j.job")).all()
+    return [(r.job, r.finished_at) for r in rows]
+
+
 def delete_runs_before(conn: Connection, before: datetime) -> None:
-    """Drop the log's runs that started before ``before``."""
-    conn.execute(sa.text("DELETE FROM job_runs WHERE started_at < :t"), {"t": before})
+    """Drop the log's runs that started before ``before``, except each job's newest successful
+    run (what ``custody_job_last_success_timestamp_seconds`` reports: a job failing for days
+    still says when it last worked)."""
+    conn.execute(sa.text(
+        "DELETE FROM job_runs WHERE started_at < :t AND id NOT IN ("
+        "  SELECT s.id FROM (SELECT DISTINCT job FROM job_runs) j "
+        "  CROSS JOIN LATERAL (SELECT r.id FROM job_runs r WHERE r.job = j.job "
+        "    AND r.outcome = 'ok' ORDER BY r.started_at DESC LIMIT 1) s)"), {"t": before})

@@ -44,8 +44,9 @@ UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="User id.")]
 READERS = frozenset({"client", "support", "admin"})
 
 
-@router.post("", status_code=201, response_model=User, responses=problems(*AUTHED),
-             summary="Create a user of the calling client")
+@router.post("", status_code=201, response_model=User, responses={
+    200: {"model": User, "description": "The client's existing user with that reference"},
+    **problems(*AUTHED)}, summary="Create a user of the calling client")
 def create_user(
     request: Request,
     response: Response,

@@ -9,6 +9,8 @@ transaction (the ``_alone`` posts and ``snapshot`` take the Engine and open thei
 - ``periods``: closed periods, close proposals and their approvals.
 - ``checkpoints``: balance checkpoints, the posting watermark, the replay from a checkpoint.
 - ``integrity``: the queries of ``ledger.integrity.verify`` and the rebuild of the projection.
+- ``seals``: the sealer's transaction watermark, the sealed facts of a range, seal rows (used
+  as ``ledger.repository.seals`` by ``ledger.seals``).
 - ``statements``: postings of accounts page by page.
 - ``common``: ``to_int`` and ``snapshot`` (one REPEATABLE READ transaction).
 
@@ -27,6 +29,7 @@ from ledger.repository.accounts import (
 )
 from ledger.repository.balances import balances_at, stored_balances, stored_balances_by_code
 from ledger.repository.checkpoints import (
+    BEFORE_FIRST_POSTING,
     CheckpointRecord,
     checkpoint_digest,
     insert_checkpoint,
@@ -37,10 +40,12 @@ from ledger.repository.checkpoints import (
 from ledger.repository.common import snapshot, to_int
 from ledger.repository.integrity import (
     AccountState,
+    PostingFault,
     account_ids,
     account_states,
     lock_balances_for_rebuild,
     over_consumed_postings,
+    posting_faults,
     replay_accounts,
     set_balances,
     transactions_without_postings,
@@ -76,12 +81,14 @@ from ledger.repository.transactions import (
 )
 
 __all__ = [
+    "BEFORE_FIRST_POSTING",
     "AccountState",
     "CheckpointRecord",
     "OneParams",
     "PeriodProposalRecord",
     "PeriodRecord",
     "PostArrays",
+    "PostingFault",
     "PostingRecord",
     "StatementRow",
     "TransactionRecord",
@@ -112,6 +119,7 @@ __all__ = [
     "post_batch_alone",
     "post_one",
     "post_one_alone",
+    "posting_faults",
     "posting_watermark",
     "postings_after",
     "replay_accounts",

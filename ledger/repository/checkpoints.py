@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ledger import tables as t
+from ledger.repository.seals import newest_seal_link
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ _DIGEST_SQL = (
 
 _NO_LIMIT = 2**62
 
+#: The lower bound (exclusive) of a replay from no checkpoint: below every bigint posting id,
+#: so that the replay covers postings whose id is 0 or negative too (no writer but a superuser
+#: can give a posting its id; verify must still count such a row).
+BEFORE_FIRST_POSTING = -(2**63)
+
 
 def replay_params(
     checkpoint: CheckpointRecord | None, hi: int | None = None, ids: Sequence[int] | None = None
@@ -87,7 +93,7 @@ def replay_params(
     """Parameters of the replay query for a base checkpoint and an upper posting id."""
     return {
         "cp": checkpoint.id if checkpoint else 0,
-        "lo": checkpoint.through_posting_id if checkpoint else 0,
+        "lo": checkpoint.through_posting_id if checkpoint else BEFORE_FIRST_POSTING,
         "hi": _NO_LIMIT if hi is None else hi,
         "ids": list(ids) if ids is not None else None,
     }
@@ -100,6 +106,8 @@ def insert_checkpoint(
 
     Run in a REPEATABLE READ transaction: the digest, the verification and the entries are all
     computed from one snapshot. Verified means: stored balances = checkpoint + later postings.
+    The row records the newest ledger seal of that snapshot (id and hash): a non-full verify
+    recomputes only the seals after it.
     """
     params = replay_params(base, through)
     digest, count = conn.execute(
@@ -124,10 +132,12 @@ def insert_checkpoint(
         ),
         params,
     ).scalar_one()
+    seal = newest_seal_link(conn)
     row = conn.execute(
         sa.insert(t.balance_checkpoints)
         .values(
-            through_posting_id=through, verified=drift == 0, accounts_count=count, digest=digest
+            through_posting_id=through, verified=drift == 0, accounts_count=count, digest=digest,
+            seal_id=seal[0] if seal else None, seal_hash=seal[1] if seal else None,
         )
         .returning(*t.balance_checkpoints.c)
     ).one()

@@ -1,5 +1,6 @@
 """The integrity checks' queries (stored vs replayed balances, unbalanced or empty
-transactions, over-consumed postings) and the rebuild of the balance projection."""
+transactions, over-consumed postings, postings off their account's asset or naming a missing
+account or transaction) and the rebuild of the balance projection."""
 
 from __future__ import annotations
 
@@ -61,13 +62,16 @@ def account_states(conn: Connection, base: CheckpointRecord | None) -> list[Acco
 
 
 def unbalanced_transactions(conn: Connection, after_posting_id: int) -> list[tuple[int, str, int]]:
-    """(transaction id, asset code, sum) of transactions that do not balance in an asset."""
+    """(transaction id, asset code, sum) of transactions that do not balance in an asset, among
+    those with a posting after ``after_posting_id`` (all of their postings are summed). A
+    posting's asset that no asset row has (written with the checks off) is named ``#<id>``."""
     rows = conn.execute(
         sa.text(
-            "SELECT p.transaction_id, s.code, sum(p.amount) AS total FROM ledger_postings p"
-            " JOIN assets s ON s.id = p.asset_id"
+            "SELECT p.transaction_id, coalesce(s.code, '#' || p.asset_id) AS code,"
+            " sum(p.amount) AS total FROM ledger_postings p"
+            " LEFT JOIN assets s ON s.id = p.asset_id"
             " WHERE p.transaction_id IN (SELECT transaction_id FROM ledger_postings WHERE id > :lo)"
-            " GROUP BY p.transaction_id, s.code HAVING sum(p.amount) <> 0"
+            " GROUP BY p.transaction_id, p.asset_id, s.code HAVING sum(p.amount) <> 0"
             " ORDER BY p.transaction_id"
         ),
         {"lo": after_posting_id},
@@ -102,6 +106,52 @@ def over_consumed_postings(conn: Connection) -> list[tuple[str, int, int, int]]:
         )
     )
     return [(r.kind, r.id, to_int(r.amount), to_int(r.used)) for r in rows]
+
+
+@dataclass(frozen=True)
+class PostingFault:
+    """A posting that the insert check (``ledger_postings_account_and_transaction``) would have
+    refused: its account is missing or in another asset, or its ledger transaction is missing.
+    Such a row was written before that check existed or by a superuser with triggers off."""
+
+    posting_id: int
+    transaction_id: int
+    account_id: int
+    #: The account's code and asset code; None when no account has the posting's account id.
+    account_code: str | None
+    account_asset: str | None
+    #: The posting's asset code (``#<id>`` when no asset has its asset id).
+    posting_asset: str
+    #: Whether the account exists and is in the posting's asset.
+    asset_matches: bool
+    #: Whether a ledger transaction has the posting's transaction id.
+    transaction_exists: bool
+
+
+def posting_faults(conn: Connection, after_posting_id: int) -> list[PostingFault]:
+    """Postings with id > ``after_posting_id`` on a missing account, on an account of another
+    asset, or naming a missing ledger transaction, in posting-id order."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT p.id, p.transaction_id, p.account_id, a.code AS account_code,"
+            " sa.code AS account_asset, coalesce(sp.code, '#' || p.asset_id) AS posting_asset,"
+            " coalesce(a.asset_id = p.asset_id, false) AS asset_matches,"
+            " t.id IS NOT NULL AS transaction_exists"
+            " FROM ledger_postings p"
+            " LEFT JOIN accounts a ON a.id = p.account_id"
+            " LEFT JOIN assets sa ON sa.id = a.asset_id"
+            " LEFT JOIN assets sp ON sp.id = p.asset_id"
+            " LEFT JOIN ledger_transactions t ON t.id = p.transaction_id"
+            " WHERE p.id > :lo AND (a.id IS NULL OR a.asset_id <> p.asset_id OR t.id IS NULL)"
+            " ORDER BY p.id"
+        ),
+        {"lo": after_posting_id},
+    )
+    return [
+        PostingFault(r.id, r.transaction_id, r.account_id, r.account_code, r.account_asset,
+                     r.posting_asset, r.asset_matches, r.transaction_exists)
+        for r in rows
+    ]
 
 
 def account_ids(conn: Connection) -> list[int]:

@@ -15,7 +15,7 @@ from alembic import op
 from migrations import run_sql_file
 
 revision = "0021_cases"
-down_revision = "0018_cold_limits"
+down_revision = "0020_ledger_seals"
 branch_labels = None
 depends_on = None
 

@@ -80,6 +80,8 @@ def _finding_case(api: Api) -> int:
 W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
 ENDPOINTS: dict[str, Endpoint] = {
     "healthz": Endpoint("GET", lambda a: ("/healthz", None), (200, 200, 200, 200, 200, 200)),
+    # No node listens for the test chain: not ready, for everyone alike (no authentication).
+    "readyz": Endpoint("GET", lambda a: ("/readyz", None), (503, 503, 503, 503, 503, 503)),
     "metrics": Endpoint("GET", lambda a: ("/metrics", None), (403, 403, 200, 200, 403, 401)),
     "create_user": Endpoint("POST", lambda a: ("/v1/users", {}),
                             (201, 201, 403, 403, 403, 401)),

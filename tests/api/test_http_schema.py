@@ -30,7 +30,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 #: Operations that read a node: the test app's chain has none, so an allowed caller gets the
 #: documented 503 (checked against the schema like every other answer, only not as a 5xx).
-READS_A_NODE = frozenset({"GET /v1/admin/holdings"})
+READS_A_NODE = frozenset({"GET /v1/admin/holdings", "GET /readyz"})
 ROOMY = RateLimits({s: RateLimit(100_000, 60) for s in ("client", "support", "admin",
                                                         "approver")})
 

@@ -63,9 +63,10 @@ def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:
 def test_build_jobs_without_chains_and_with_a_filter(engine: Engine) -> None:
     names = [j.name for j in build_jobs(engine, None, None)]
     assert names == ["webhooks.deliver", "ledger.reconcile", "reconcile.histories",
-                     "reconcile.aging", "ledger.checkpoint", "maintenance.cleanup"]
+                     "reconcile.aging", "ledger.checkpoint", "ledger.seal", "maintenance.cleanup",
+                     "reconcile.provider"]
     assert [j.name for j in build_jobs(engine, None, None, only=["ledger"])] == [
-        "ledger.reconcile", "ledger.checkpoint"]
+        "ledger.reconcile", "ledger.checkpoint", "ledger.seal"]
 
 
 def test_reconciliation_drift_is_one_alert_delivered_to_alert_endpoints(
@@ -110,11 +111,15 @@ def open_cases(engine: Engine) -> list[Any]:
         return service.open_cases(uow)
 
 
-def metric(text: str, name: str) -> str | None:
-    """The value of the sample ``name`` (with its labels, e.g. ``a{job="x"}``), or None."""
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return line.split(" ", 1)[1]
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """The value of the sample ``name`` with exactly ``labels``, or None (the exposition
+    read with prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
     return None
 
 
@@ -126,27 +131,34 @@ def test_metrics_show_the_outbox_jobs_and_drift(engine: Engine, owner: Engine) -
     with serve(engine) as api:
         before = api.call("GET", "/metrics", "sam").text
         assert metric(before, "custody_ledger_drift_findings") is None  # never reconciled
-        assert metric(before, "custody_outbox_undelivered") == "0"
+        assert metric(before, "custody_outbox_undelivered") == 0
         set_endpoint(engine, "acme", "http://127.0.0.1:9/nobody-listens")
         api.withdraw(api.funded_user())  # "withdrawal reserved": an event for acme's endpoint
         job = Job("ledger.reconcile", 60, lambda now: reconcile(engine, now))
         assert run_locked(engine, job)
         assert deliver_due(engine).delivered == 0  # refused: stays pending, retried later
         text = api.call("GET", "/metrics", "sam").text
-        assert int(metric(text, "custody_outbox_undelivered") or 0) >= 1
+        assert (metric(text, "custody_outbox_undelivered") or 0) >= 1
         assert metric(text, "custody_outbox_oldest_undelivered_age_seconds") is not None
-        assert metric(text, "custody_outbox_failed") == "0"
-        assert metric(text, 'custody_job_last_run_ok{job="ledger.reconcile"}') == "1"
-        assert int(metric(text, 'custody_job_last_run_age_seconds{job="ledger.reconcile"}')
-                   or -1) >= 0
-        assert metric(text, "custody_ledger_drift_findings") == "0"
+        assert metric(text, "custody_outbox_failed") == 0
+        assert metric(text, "custody_job_last_run_ok", job="ledger.reconcile") == 1
+        ran_at = metric(text, "custody_job_last_run_timestamp_seconds", job="ledger.reconcile")
+        assert ran_at is not None and abs(ran_at - time.time()) < 60
+        assert metric(text, "custody_job_last_success_timestamp_seconds",
+                      job="ledger.reconcile") == ran_at
+        assert metric(text, "custody_ledger_drift_findings") == 0
         with owner.begin() as conn:
             conn.execute(sa.text(
                 "UPDATE account_balances SET balance = balance - 1 WHERE balance < 0"))
         assert run_locked(engine, job)
         text = api.call("GET", "/metrics", "sam").text
-        assert metric(text, 'custody_job_last_run_ok{job="ledger.reconcile"}') == "0"
-        assert int(metric(text, "custody_ledger_drift_findings") or 0) >= 1
+        assert metric(text, "custody_job_last_run_ok", job="ledger.reconcile") == 0
+        assert (metric(text, "custody_ledger_drift_findings") or 0) >= 1
+        # The failed run is the newest run; the newest success is still the first one.
+        assert metric(text, "custody_job_last_success_timestamp_seconds",
+                      job="ledger.reconcile") == ran_at
+        assert (metric(text, "custody_job_last_run_timestamp_seconds",
+                       job="ledger.reconcile") or 0) > ran_at
 
 
 @pytest.mark.slow
@@ -169,7 +181,8 @@ def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: E
     for r in rows:
         by_job[r.job].append(r)
     assert set(by_job) == {"webhooks.deliver", "ledger.reconcile", "reconcile.histories",
-                           "reconcile.aging", "ledger.checkpoint", "maintenance.cleanup"}
+                           "reconcile.aging", "ledger.checkpoint", "ledger.seal",
+                           "maintenance.cleanup", "reconcile.provider"}
     for job, runs in by_job.items():
         for a, b in zip(runs, runs[1:], strict=False):
             assert b.started_at >= a.finished_at, f"{job}: {a} overlaps {b}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -1082,3 +1083,114 @@ def _without_execute(owner: Engine, function: str) -> Iterator[None]:
     finally:
         with owner.begin() as conn:
             conn.execute(sa.text(f"GRANT EXECUTE ON FUNCTION {function} TO custody_app"))
+
+
+def writer_function(owner: Engine, name: str, args: str, body: str) -> None:
+    """Create a function that runs as custody_ledger_writer, as the write functions do (a test
+    stand-in for a write function with a bug), callable by the application role."""
+    with owner.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE FUNCTION {name}({args}) RETURNS void LANGUAGE sql SECURITY DEFINER "
+            f"SET search_path = pg_catalog, public, pg_temp AS $$ {body} $$")
+        conn.exec_driver_sql(f"ALTER FUNCTION {name}({args}) OWNER TO custody_ledger_writer")
+        conn.exec_driver_sql(f"GRANT EXECUTE ON FUNCTION {name}({args}) TO custody_app")
+
+
+def copy_with_the_bug_of_0010(owner: Engine) -> None:
+    """ledger_post_arrays_0010: today's ledger_post_arrays without its array-shape guard, the
+    bug revision 0010 fixed (arrays not numbered from 1 were read by position and unnested
+    differently), owned by the writer role like the original."""
+    with owner.begin() as conn:
+        source = conn.execute(sa.text(
+            "SELECT pg_get_functiondef('ledger_post_arrays'::regproc)")).scalar_one()
+        guard = re.compile(r"\n  IF NOT \(ledger_array_ok\(i_key\).*?\n  END IF;\n", re.S)
+        buggy, found = guard.subn("\n", source.replace(
+            "public.ledger_post_arrays(", "public.ledger_post_arrays_0010(", 1), count=1)
+        assert found == 1 and "ledger_array_ok" not in buggy
+        # Through the driver: without parameters, psycopg sends the text as it is (the
+        # function's RAISE messages hold '%').
+        conn.connection.driver_connection.execute(buggy)  # type: ignore[union-attr]
+        signature = ("text[], text[], text[], text[], timestamptz[], text[], text[], bigint[], "
+                     "boolean[], jsonb[], int[], bigint[], int[], numeric[], bigint[], bigint[]")
+        conn.exec_driver_sql(
+            f"ALTER FUNCTION ledger_post_arrays_0010({signature}) OWNER TO custody_ledger_writer")
+        conn.exec_driver_sql(
+            f"GRANT EXECUTE ON FUNCTION ledger_post_arrays_0010({signature}) TO custody_app")
+
+
+def call_0010_copy(conn: Connection, book: Book) -> list[tuple[int, str, int | None]]:
+    """One item whose asset array is numbered from 0: read by position, the second line (on
+    the ETH custody account) has no asset and escapes the function's check; unnested, it is
+    written as a USDC posting. Balanced in USDC, within every flag."""
+    rows = conn.exec_driver_sql(
+        "SELECT item, status, transaction_id FROM ledger_post_arrays_0010(%s::text[], "
+        "%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], "
+        "%s::bigint[], %s::boolean[], %s::jsonb[], %s::int[], %s::bigint[], %s::int[], "
+        "%s::numeric[], %s::bigint[], %s::bigint[])",
+        (["bug"], ["1" * 64], ["raw"], [None], ["2026-11-01T00:00:00+00:00"], [None],
+         ["raw-sql"], [None], [False], ["{}"], [2], [book.equity.id, book.custody_eth.id],
+         f"[0:1]={{{book.usdc.id},{book.usdc.id}}}", ["-5", "5"], [None, None], [None, None]),
+    ).all()
+    return [(r.item, r.status, r.transaction_id) for r in rows]
+
+
+class TestWriterIsChecked:
+    """The write functions run as custody_ledger_writer, which the guard triggers skip; the
+    check of each posting's account, asset and transaction applies to them too, so a bug in a
+    write function cannot put such a posting into the table (issue 14)."""
+
+    def test_a_copy_with_the_bug_of_0010_is_refused(self, book: Book, owner: Engine) -> None:
+        copy_with_the_bug_of_0010(owner)
+        with pytest.raises(sa.exc.DBAPIError, match="the account is in asset") as excinfo:
+            with book.engine.begin() as conn:
+                call_0010_copy(conn, book)
+        assert sqlstate_of(excinfo) == "23503"
+        assert count(book.engine, "ledger_postings") == 0
+
+    def test_without_the_check_the_copy_would_post_the_wrong_asset(
+        self, book: Book, owner: Engine
+    ) -> None:
+        # The test above can fail: with the check off (owner's DDL, rolled back), the copy
+        # writes a USDC posting on the ETH custody account and calls it posted.
+        copy_with_the_bug_of_0010(owner)
+        with owner.connect() as conn:
+            conn.exec_driver_sql("ALTER TABLE ledger_postings "
+                                 "DISABLE TRIGGER ledger_postings_account_and_transaction")
+            [(_, status, txn)] = call_0010_copy(conn, book)
+            landed = conn.execute(sa.text(
+                "SELECT asset_id FROM ledger_postings WHERE transaction_id = :t "
+                "AND account_id = :a"), {"t": txn, "a": book.custody_eth.id}).scalar_one()
+            conn.rollback()
+        assert status == "posted" and landed == book.usdc.id
+
+    @pytest.mark.parametrize("missing", ["transaction", "account"])
+    def test_writer_role_cannot_write_an_orphan_posting(
+        self, book: Book, owner: Engine, missing: str
+    ) -> None:
+        txn = book.deposit("u1", 100, "d1")
+        writer_function(
+            owner, "bad_writer", "p_txn bigint, p_acc bigint, p_asset int",
+            "INSERT INTO ledger_postings (transaction_id, line_no, account_id, asset_id, amount) "
+            "VALUES (p_txn, 3, p_acc, p_asset, 5)")
+        args = ((987_654_321, book.custody.id) if missing == "transaction"
+                else (txn, 987_654_321))
+        with pytest.raises(sa.exc.DBAPIError, match="does not exist") as excinfo:
+            with book.engine.begin() as conn:
+                conn.execute(sa.text("SELECT bad_writer(:t, :a, :s)"),
+                             {"t": args[0], "a": args[1], "s": book.usdc.id})
+        assert sqlstate_of(excinfo) == "23503"
+        assert count(book.engine, "ledger_postings") == 2
+
+    def test_writer_role_cannot_write_a_posting_in_another_asset(
+        self, book: Book, owner: Engine
+    ) -> None:
+        txn = book.deposit("u1", 100, "d1")
+        writer_function(
+            owner, "bad_writer", "p_txn bigint, p_acc bigint, p_asset int",
+            "INSERT INTO ledger_postings (transaction_id, line_no, account_id, asset_id, amount) "
+            "VALUES (p_txn, 3, p_acc, p_asset, 5), (p_txn, 4, p_acc, p_asset, -5)")
+        with pytest.raises(sa.exc.DBAPIError, match="the account is in asset") as excinfo:
+            with book.engine.begin() as conn:
+                conn.execute(sa.text("SELECT bad_writer(:t, :a, :s)"),
+                             {"t": txn, "a": book.custody.id, "s": book.eth.id})
+        assert sqlstate_of(excinfo) == "23503"

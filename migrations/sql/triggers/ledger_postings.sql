@@ -1,12 +1,29 @@
--- ledger_postings: what the database does when a posting is written by any writer other than
--- the ledger's write functions (the application role with raw SQL, the owner).
+-- ledger_postings: what the database does when a posting is written.
 --
--- For those writers:
+-- For every writer, the ledger's write functions included (issue 14):
+--   0. ledger_postings_account_and_transaction (AFTER INSERT, per statement, over all its rows,
+--      no WHEN clause): each posting's account exists in the posting's asset, and its ledger
+--      transaction exists (23503). This is the database's own check of the write functions:
+--      they run as custody_ledger_writer, which skips 1 and 2 below, and check these rules
+--      themselves from the arrays they were given; a bug in how they read those arrays
+--      (revision 0010 records one: arrays not numbered from 1 let a posting of one asset land
+--      on an account of another) would otherwise reach the table unchecked. The function cannot
+--      skip this trigger: its role does not own the table (no ALTER TABLE ... DISABLE TRIGGER)
+--      and may not set session_replication_role; only a superuser (or the owner) can, and what
+--      they write that way is found by `custody verify` (ledger/integrity.py). It takes no row
+--      lock on the parents, as a foreign key would (FOR KEY SHARE on the one hot custody
+--      account by every concurrent writer: multixacts, which revision 0006 measured), and is
+--      as strong for these parents: accounts and ledger transactions are append-only (their
+--      triggers refuse UPDATE, DELETE and TRUNCATE), so a parent seen at insert stays. Its
+--      cost on the write path: bench/ledger_bench.py --posting-checks.
+--      Named to fire first (triggers of one event fire in name order): a posting naming no
+--      transaction is refused here as a missing parent, before 1 looks at that transaction.
+--
+-- For every other writer (the application role with raw SQL, the owner):
 --   1. ledger_postings_after_insert (AFTER INSERT, per statement, over all its rows):
---      - each posting's account exists in the posting's asset (23503);
---      - its ledger transaction exists (23503) and was written by this same top-level database
---        transaction (its row's xmin is ours): a committed transaction is closed, and a row
---        written in a subtransaction is refused. That INSERT took the write gate
+--      - its ledger transaction was written by this same top-level database transaction (its
+--        row's xmin is ours): a committed transaction is closed, and a row written in a
+--        subtransaction is refused. That INSERT took the write gate
 --        (triggers/ledger_transactions.sql), so every posting is written with the gate held;
 --      - reversals and closings: under a per-original advisory lock (7302 / 7303, taken in
 --        posting-id order so that two writers never deadlock), each line mirrors its original
@@ -21,45 +38,70 @@
 --
 -- The write functions run as custody_ledger_writer, which 1 and 2 skip: they check the same
 -- rules themselves (see triggers/ledger_transactions.sql). The foreign keys of this table were
--- replaced by the checks in 1 (lookups at insert are as strong for append-only parents, and take
--- no share lock on the parent rows).
+-- replaced by checks at insert (revision 0006): the account and transaction ones by 0 (for
+-- every writer since revision 0019; before it, for the other writers only), the reversed and
+-- closed postings' by 1 (lookups at insert are as strong for append-only parents, and take no
+-- share lock on the parent rows).
+
+CREATE OR REPLACE FUNCTION ledger_postings_account_and_transaction() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  bad record;
+  account_asset int;
+BEGIN
+  -- One primary-key lookup per posting in accounts and in ledger_transactions (scalar
+  -- subqueries, so that a plan cached while the tables were small never becomes a scan). Only
+  -- the two in WHERE: each subquery in the select list would be set up again on every call
+  -- (measured: a single post's two-row INSERT paid about twice as much with four).
+  SELECT n.account_id, n.asset_id, n.transaction_id INTO bad
+    FROM new_rows n
+   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
+      OR (SELECT t.id FROM ledger_transactions t WHERE t.id = n.transaction_id) IS NULL
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- Refused: say why, for that posting.
+  IF NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = bad.transaction_id) THEN
+    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', bad.transaction_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  SELECT a.asset_id INTO account_asset FROM accounts a WHERE a.id = bad.account_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'posting on account %, which does not exist', bad.account_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RAISE EXCEPTION 'posting on account % in asset %: the account is in asset %', bad.account_id,
+    bad.asset_id, account_asset USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+DROP TRIGGER IF EXISTS ledger_postings_account_and_transaction ON ledger_postings;
+CREATE TRIGGER ledger_postings_account_and_transaction AFTER INSERT ON ledger_postings
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_postings_account_and_transaction();
 
 CREATE OR REPLACE FUNCTION ledger_postings_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   bad_txn bigint;
-  missing_txn bigint;
   has_refs boolean;
   orig record;
   bad record;
 BEGIN
-  -- Each posting's account exists in the posting's asset (was a composite foreign key).
-  SELECT n.account_id, n.asset_id INTO bad
-    FROM new_rows n
-   WHERE (SELECT a.asset_id FROM accounts a WHERE a.id = n.account_id) IS DISTINCT FROM n.asset_id
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'posting on account % in asset %: no such account in that asset',
-      bad.account_id, bad.asset_id USING ERRCODE = 'foreign_key_violation';
-  END IF;
-
   -- A committed transaction is closed: postings can only be written by the database
   -- transaction that wrote their ledger transaction (its row's xmin is our top-level xid). The
   -- subquery per distinct transaction keeps this a primary-key lookup whatever the planner
-  -- thinks of the transition table's size. A transaction that does not exist: was a foreign key.
+  -- thinks of the transition table's size. (That each posting's account exists in its asset
+  -- and its transaction exists, ledger_postings_account_and_transaction checked, above.)
   SELECT min(d.transaction_id) FILTER (WHERE d.txn_xmin IS DISTINCT FROM pg_current_xact_id()::xid),
-         min(d.transaction_id) FILTER (WHERE d.txn_xmin IS NULL),
          bool_or(d.refs)
-    INTO bad_txn, missing_txn, has_refs
+    INTO bad_txn, has_refs
     FROM (SELECT n.transaction_id,
                  bool_or(n.reverses_posting_id IS NOT NULL OR n.closes_posting_id IS NOT NULL)
                    AS refs,
                  (SELECT t.xmin FROM ledger_transactions t WHERE t.id = n.transaction_id)
                    AS txn_xmin
             FROM new_rows n GROUP BY n.transaction_id) d;
-  IF missing_txn IS NOT NULL THEN
-    RAISE EXCEPTION 'postings name ledger transaction %, which does not exist', missing_txn
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
   IF bad_txn IS NOT NULL THEN
     RAISE EXCEPTION 'postings of ledger transaction % can only be written with it', bad_txn
       USING ERRCODE = 'check_violation';
