@@ -535,9 +535,9 @@ BEGIN
   --   and the transactions and postings are written, and only then are the rows locked, read
   --   again and, if another writer moved them meanwhile, the funds verdicts judged again under
   --   the lock (a verdict that would change raises 40001 and the whole call is retried). The
-  --   inserts then run outside the locks. The postings have no foreign keys (their checks are
-  --   the trigger's, for other writers), so concurrent writers pile no share locks onto a hot
-  --   account's row while they insert.
+  --   inserts then run outside the locks. The postings have no foreign keys (their account and
+  --   transaction are checked by a trigger, which takes no lock on them), so concurrent writers
+  --   pile no share locks onto a hot account's row while they insert.
   -- * "lock first": the rows are locked here, when a line reverses or closes a posting: what is
   --   left of an original is read after the locks (a concurrent reversal of the same original
   --   touches the same account, so it has committed and is counted, or waits for us).
