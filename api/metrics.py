@@ -383,11 +383,17 @@ def job_families(uow: UnitOfWork) -> list[Metric]:
 
 
 def case_families(uow: UnitOfWork) -> list[Metric]:
-    """Open reconciliation cases."""
-    from deposits import service as deposits
+    """Open cases by type (``reconcile``: every case of the engine is a row of ``cases``), 0
+    included for each type none is open of, so an alert on "> 0" has its series from the
+    start."""
+    from reconcile import service as cases
+    from reconcile.model import CaseType
 
-    return [_gauge("custody_reconciliation_cases_open", "Reconciliation cases not resolved.",
-                   [], [((), len(deposits.open_cases(uow)))])]
+    open_by_type = {str(t): 0 for t in CaseType} | cases.count_open_by_type(uow)
+    return [_gauge("custody_reconciliation_cases_open", "Cases not resolved, by type (ledger "
+                   "findings, deposit histories, aging, deep reorgs, own-address transfers, held "
+                   "withdrawals...).", ["type"], sorted(((t,), n)
+                                                       for t, n in open_by_type.items()))]
 
 
 # --- the exposition --------------------------------------------------------------------------

@@ -50,15 +50,19 @@ _context: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.Context
 #: Attributes every LogRecord has; anything else on a record is a context field.
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message", "asctime", "taskName"}
+#: (a lower-case marker, the pattern, its replacement): a pattern runs only on a line holding
+#: its marker (a substring test costs a fraction of a regex scan of the line).
 _PATTERNS = (
     # API keys: cust_<12 hex prefix>_<secret>; the prefix is public and kept.
-    (re.compile(r"\b(cust_[0-9a-f]{12}_)[A-Za-z0-9_\-]+"), r"\1" + REDACTED),
-    (re.compile(r"(?i)\b(bearer\s+)[^\s\"',;]+"), r"\1" + REDACTED),
-    (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?!bearer\s)[^\s\"',;]+"),
+    ("cust_", re.compile(r"\b(cust_[0-9a-f]{12}_)[A-Za-z0-9_\-]+"), r"\1" + REDACTED),
+    ("bearer", re.compile(r"(?i)\b(bearer\s+)[^\s\"',;]+"), r"\1" + REDACTED),
+    ("authorization",
+     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?!bearer\s)[^\s\"',;]+"),
      r"\1" + REDACTED),
-    (re.compile(r"\bwhsec_[A-Za-z0-9]+"), "whsec_" + REDACTED),
+    ("whsec_", re.compile(r"\bwhsec_[A-Za-z0-9]+"), "whsec_" + REDACTED),
     # user:password@ in any URL (database URLs, RPC URLs with basic credentials).
-    (re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s\"']+:)[^@\s\"']+@"), r"\1" + REDACTED + "@"),
+    ("://", re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s\"']+:)[^@\s\"']+@"),
+     r"\1" + REDACTED + "@"),
 )
 #: Environment variables whose values are secrets by their name.
 _SECRET_ENV_NAME = re.compile(
@@ -152,8 +156,10 @@ def redact(text: str) -> str:
     for value in _secrets.values:
         if value in text:
             text = text.replace(value, REDACTED)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lower = text.lower()
+    for marker, pattern, replacement in _PATTERNS:
+        if marker in lower:
+            text = pattern.sub(replacement, text)
     return text
 
 

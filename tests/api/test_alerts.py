@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from api.outbox import AlertWithoutNext, raise_alert
 from config.logging import setup_logging
 from config.uow import UnitOfWork
+from tests.api.conftest import Api, seed_deposit
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("api", "ledger", "chains", "deposits", "withdrawals", "outgoing", "sweeps", "config",
@@ -104,3 +105,23 @@ def test_every_alert_raised_anywhere_names_what_to_do_next() -> None:
     for where, call, module in calls:
         assert len(call.args) == 4, where
         assert _has_next(call.args[3], module), f"{where}: alert without a 'next' field"
+
+
+def test_the_alert_of_a_deposit_case_written_by_the_database_names_the_next_step(
+        api: Api) -> None:
+    from deposits.repository.cases import insert_case
+
+    tx_hash = seed_deposit(api, api.new_user())
+    with UnitOfWork(api.engine) as uow:
+        deposit_id = uow.conn.execute(sa.text("SELECT id FROM deposits WHERE tx_hash = :h"),
+                                      {"h": tx_hash}).scalar_one()
+        case_id = insert_case(uow.conn, deposit_id, "deep_reorg", None, {"block": 100},
+                              {"block": None})
+        uow.commit()
+    with api.engine.connect() as conn:
+        payload = conn.execute(sa.text(
+            "SELECT payload FROM outbox_events WHERE type = 'alert.deep_reorg'")).scalar_one()
+    assert payload["next"] == (
+        f"deposit {deposit_id} was credited in a block that is no longer canonical: custody "
+        f"timeline devnet {tx_hash}, then resolve case {case_id} (reverse the credit if the "
+        "deposit is gone)")

@@ -76,7 +76,8 @@ def test_metrics_cases_and_period_close(api: Api) -> None:
     seed_deposit(api, user)
     text = api.call("GET", "/metrics", "sam").text
     assert 'custody_deposits_waiting_finality{chain="devnet"} 1.0' in text
-    assert "custody_reconciliation_cases_open 0.0" in text
+    assert 'custody_reconciliation_cases_open{type="deep_reorg"} 0.0' in text
+    assert 'custody_reconciliation_cases_open{type="balance_drift"} 0.0' in text
     assert api.call("GET", "/v1/admin/cases", "sam").json() == {"items": []}
     proposed = api.call("POST", "/v1/admin/periods", "carol", idem="p",
                         json={"ends_at": "2020-01-01T00:00:00Z", "reason": "year end"})

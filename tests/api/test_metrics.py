@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from sqlalchemy.engine import Engine
@@ -173,3 +174,24 @@ def test_a_node_that_never_answers_bounds_the_scrape_and_is_asked_once_per_windo
     # /readyz shares the answer kept from the scrape: no second wait on the dead node.
     assert second_s < 1
     assert ready.status_code == 503 and "chain:devnet" in ready.json()["failing"]
+
+
+def test_open_cases_by_type(api: Api, owner: Engine) -> None:
+    from api.jobs import Job, reconcile, run_locked
+    from reconcile import service as cases
+
+    api.funded_user()
+    families = scrape(api.call("GET", "/metrics", "sam").text)
+    assert value(families, "custody_reconciliation_cases_open", type="balance_drift") == 0
+    with owner.begin() as conn:
+        conn.execute(sa.text("UPDATE account_balances SET balance = balance - 1 "
+                             "WHERE balance < 0"))
+    assert run_locked(api.engine, Job("ledger.reconcile", 60,
+                                      lambda now: reconcile(api.engine, now)))
+    with UnitOfWork(api.engine) as uow:
+        expected = cases.count_open_by_type(uow)
+    assert expected.get("balance_drift", 0) >= 1
+    families = scrape(api.call("GET", "/metrics", "sam").text)
+    found = {s.labels["type"]: s.value for s in families["custody_reconciliation_cases_open"]}
+    assert {t: n for t, n in found.items() if n} == expected
+    assert found["deep_reorg"] == 0

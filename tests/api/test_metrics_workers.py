@@ -69,6 +69,9 @@ def test_each_scrape_sums_the_requests_of_every_worker(database_url: str, engine
                 answered += 1
             counts = [_count(http.get("/metrics", headers={
                 "Authorization": f"Bearer {key}"}).text) for _ in range(6)]
+            # A refused request is logged at INFO (successful reads at DEBUG), key redacted.
+            assert http.get("/metrics", headers={
+                "Authorization": f"Bearer {key}x"}).status_code == 401
         # Both workers wrote their counts: a scrape answered by either reads all of them.
         assert len(list(shared.glob("counter_*.db"))) >= 2
         assert counts == [answered] * 6
@@ -79,6 +82,8 @@ def test_each_scrape_sums_the_requests_of_every_worker(database_url: str, engine
     lines = (tmp_path / "stderr").read_text().splitlines()
     docs = [json.loads(line) for line in lines if line]
     assert {d["logger"] for d in docs} >= {"uvicorn.error", "custody.http"}
+    refused = [d for d in docs if d["logger"] == "custody.http"]
+    assert [(d["route"], d["status"]) for d in refused] == [("/metrics", 401)]
     assert key.split("_", 2)[2] not in "\n".join(lines)
 
 

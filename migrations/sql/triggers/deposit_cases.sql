@@ -23,7 +23,18 @@ BEGIN
             'position', d.position, 'asset', d.asset_code,
             'amount_minor', d.amount_minor::text,
             'ledger_transaction_id', NEW.ledger_transaction_id::text,
-            'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at),
+            'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at,
+            -- What an operator does next (every alert says it: api.outbox.raise_alert).
+            'next', CASE NEW.kind
+              WHEN 'unattributed_own_address' THEN
+                'two admins resolve it: custody cases resolve ' || NEW.id
+                || ' --as capital|return|refund --by NAME --reason TEXT, then custody cases '
+                || 'approve ' || NEW.id || ' --by NAME'
+              ELSE
+                'deposit ' || d.id || ' was credited in a block that is no longer canonical: '
+                || 'custody timeline ' || d.chain || ' ' || d.tx_hash || ', then resolve case '
+                || NEW.id || ' (reverse the credit if the deposit is gone)'
+            END),
           NEW.opened_at);
   RETURN NULL;
 END
