@@ -21,8 +21,7 @@ def record_and_alert(uow: UnitOfWork, opened_by: str, findings: Sequence[Finding
     ``alert.case_opened`` event per newly opened case (once per case id); a re-sighted case
     raises nothing new. The caller commits."""
     recorded = service.record_findings(uow, opened_by, findings, now=now)
-    for case_id in recorded.opened:
-        case = service.get_case(uow, case_id)
+    for case in service.get_cases(uow, recorded.opened):
         outbox.raise_alert(uow.conn, "case_opened", f"case:{case.id}", alert_payload(case))
     return recorded
 

@@ -2,6 +2,11 @@
 a case (``api.cases.record_check``: opened, or re-sighted when open already, with an
 ``alert.case_opened`` per new case), and read the cases.
 
+``custody reconcile custody`` (custody against the chain, ``reconcile.custody``) and
+``custody reconcile provider FILE`` (a custody provider's statement imported and matched,
+``reconcile.provider``; formats in ``docs/provider-statements.md``) record their findings the
+same way, in the unit of work of the check.
+
 ``reconcile_cli`` is mounted by ``api/cli.py`` with no name (``reconcile`` appears at the top
 level); ``list`` and ``show`` join the ``cases`` group of ``api.cli_treasury`` (whose
 ``resolve`` resolves any case, and whose ``approve`` is the second admin of an own-address one).
@@ -13,16 +18,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.table import Table
 
 from api.cli_treasury import cases_app
-from api.console import console, friendly
+from api.console import console, err_console, friendly
 
 if TYPE_CHECKING:
+    from config.errors import CustodyError
+    from reconcile.custody import CustodyCheck
     from reconcile.model import Case, Finding, Recorded
+    from reconcile.provider import Imported, ProviderCheck
 
 reconcile_cli = typer.Typer()
 reconcile_app = typer.Typer(help="Run a reconciliation check now; every finding is a case.",
@@ -32,8 +41,10 @@ reconcile_cli.add_typer(reconcile_app, name="reconcile")
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 
-def _report(check: str, findings: Sequence[Finding], as_json: bool) -> None:
-    """Record the findings, print them with their cases, exit 1 if there were any."""
+def report_findings(check: str, findings: Sequence[Finding], as_json: bool) -> None:
+    """Record the findings (``opened_by`` = ``check``), print them with their cases (a table,
+    or JSON), and exit 1 if there were any: what every ``custody reconcile <check>`` ends
+    with."""
     from api.cases import record_check
     from config.database import get_engine
 
@@ -84,7 +95,8 @@ def reconcile_ledger(
     from config.database import get_engine
     from reconcile import ledger
 
-    _report(ledger.CHECK, ledger.run(get_engine(), full=full, now=datetime.now(UTC)), as_json)
+    found = ledger.run(get_engine(), full=full, now=datetime.now(UTC))
+    report_findings(ledger.CHECK, found, as_json)
 
 
 @reconcile_app.command("histories")
@@ -95,7 +107,8 @@ def reconcile_histories(as_json: JsonOption = False) -> None:
     from config.database import get_engine
     from reconcile import histories
 
-    _report(histories.CHECK, histories.run(get_engine(), now=datetime.now(UTC)), as_json)
+    found = histories.run(get_engine(), now=datetime.now(UTC))
+    report_findings(histories.CHECK, found, as_json)
 
 
 @reconcile_app.command("aging")
@@ -112,7 +125,7 @@ def reconcile_aging(
     from reconcile import aging
 
     cfg = load_reconcile_config(config)
-    _report(aging.CHECK, aging.run(get_engine(), cfg, now=datetime.now(UTC)), as_json)
+    report_findings(aging.CHECK, aging.run(get_engine(), cfg, now=datetime.now(UTC)), as_json)
 
 
 # --- cases -----------------------------------------------------------------------------------
@@ -219,3 +232,194 @@ def resolve_case(case_id: int, by: str, resolution: str, transaction: int | None
     fix = (f", fixed by ledger transaction {case.resolution_transaction_id}"
            if case.resolution_transaction_id else "")
     console.print(f"case {case.id} resolved by {case.resolved_by}{fix}", highlight=False)
+
+
+# --- custody against the chain; custody provider statements ----------------------------------
+
+
+def _one_line(exc: CustodyError) -> NoReturn:
+    """An expected error as one line however long (``friendly`` would fold it), exit 2."""
+    err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False,
+                      soft_wrap=True)
+    raise typer.Exit(2) from None
+
+
+def _case_of(recorded: Recorded, findings: Sequence[Finding]) -> dict[str, tuple[int, str]]:
+    """subject -> (case id, opened|updated) of recorded findings."""
+    opened = set(recorded.opened)
+    return {f.subject: (i, "opened" if i in opened else "updated")
+            for f, i in zip(findings, recorded.case_ids, strict=True)}
+
+
+@reconcile_app.command("custody")
+@friendly
+def reconcile_custody(
+    chain: Annotated[str | None, typer.Option(help="One chain (default: every configured "
+                                                   "chain).")] = None,
+    config: Annotated[str | None, typer.Option(help="Chain configuration file (default: "
+                                                    "$CUSTODY_CONFIG).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Custody against the chain: per chain, holder (each deposit address; the hot and cold
+    addresses together) and asset, what the chain holds at the newest final block against
+    custody + treasury, allowing only for the movements in flight the engine names (amounts in
+    on-chain units). Every discrepancy is a case; exit 1 when there is one."""
+    from api.jobs import custody_check
+    from config.chains import load_chains_config
+    from config.database import get_engine
+    from sweeps.holdings import HoldingsUnavailable
+
+    chains = load_chains_config(config)
+    names = [chains.chain(chain).name] if chain is not None else sorted(chains.chains)
+    engine, now = get_engine(), datetime.now(UTC)
+    try:
+        results = [custody_check(engine, chains, name, now) for name in names]
+    except HoldingsUnavailable as exc:
+        _one_line(exc)
+    documents = []
+    for check, recorded in results:
+        findings = check.findings
+        cases = _case_of(recorded, findings)
+        documents.append({
+            "chain": check.chain, "finality": check.finality,
+            "block_number": check.block_number, "block_hash": check.block_hash,
+            "watcher_block": check.watcher_block, "incoming_known": check.incoming_known,
+            "positions": len(check.verdicts),
+            "opened": [str(i) for i in recorded.opened],
+            "updated": [str(i) for i in recorded.updated],
+            "findings": [{"case_id": str(cases[f.subject][0]), "case": cases[f.subject][1],
+                          "type": f.type, "subject": f.subject, "refs": dict(f.refs),
+                          "expected": f.expected, "observed": f.observed,
+                          "evidence": dict(f.evidence)} for f in findings]})
+        if not as_json:
+            _custody_table(check, cases)
+    if as_json:
+        console.print_json(json.dumps({"check": "custody", "chains": documents}))
+    if any(d["findings"] for d in documents):
+        raise typer.Exit(1)
+
+
+def _custody_table(check: CustodyCheck, cases: dict[str, tuple[int, str]]) -> None:
+    watcher = ("" if check.incoming_known else
+               f"; the watcher is at {check.watcher_block}: an excess is not judged")
+    head = (f"{check.chain}: block {check.block_number} ({check.finality}), "
+            f"{len(check.verdicts)} holder/asset positions{watcher}")
+    bad = [v for v in check.verdicts if not v.explained]
+    if not bad:
+        console.print(f"{head}: no discrepancy", highlight=False, soft_wrap=True)
+        return
+    table = Table(title=f"{head}: {len(bad)} discrepancies")
+    for column in ("case", "", "holder", "asset", "expected", "observed", "difference",
+                   "allowed", "in flight"):
+        table.add_column(column)
+    for v in bad:
+        p = v.position
+        case_id, how = cases[p.subject]
+        high = "..." if v.high is None else str(v.high)
+        table.add_row(str(case_id), how, p.holder, p.asset, str(p.expected), str(p.on_chain),
+                      str(p.difference), f"{v.low}..{high}", str(len(v.movements)))
+    console.print(table)
+
+
+@reconcile_app.command("provider")
+@friendly
+def reconcile_provider(
+    file: Annotated[Path, typer.Argument(help="The statement: CSV or JSON "
+                                              "(docs/provider-statements.md).")],
+    fmt: Annotated[str | None, typer.Option("--format", help="csv or json (default: from the "
+                                                             "file's suffix).")] = None,
+    by: Annotated[str, typer.Option("--by", help="Who imports it (recorded).")] = "cli",
+    as_json: JsonOption = False,
+) -> None:
+    """Import a custody provider's statement and match its period with our ledger, by
+    reference: matched, different amount, missing in the ledger, ours missing at the
+    provider; every discrepancy is a case, and the clearing account's unexplained remainder
+    is shown per asset (minor units). The same file again stores nothing; a malformed file is
+    refused in one line and changes nothing. Exit 1 when there is a discrepancy."""
+    from api.cases import record_and_alert
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+    from reconcile import provider
+
+    if fmt not in (None, "csv", "json"):
+        _one_line(provider.ProviderStatementInvalid(f"--format must be csv or json, not {fmt!r}"))
+    try:
+        loaded = provider.load_statement(file, "csv" if fmt == "csv" else
+                                         "json" if fmt == "json" else None)
+        now = datetime.now(UTC)
+        with UnitOfWork(get_engine()) as uow:
+            imported, check = provider.run(uow, loaded, imported_by=by, now=now)
+            findings = check.findings
+            recorded = record_and_alert(uow, provider.CHECK, findings, now)
+            uow.commit()
+    except (provider.ProviderStatementInvalid, provider.ProviderStatementConflict) as exc:
+        _one_line(exc)
+    cases = _case_of(recorded, findings)
+    if as_json:
+        console.print_json(json.dumps(_provider_document(imported, check, findings, cases)))
+    else:
+        _provider_tables(imported, check, findings, cases)
+    if findings:
+        raise typer.Exit(1)
+
+
+def _provider_document(imported: Imported, check: ProviderCheck, findings: Sequence[Finding],
+                       cases: dict[str, tuple[int, str]]) -> dict[str, Any]:
+    from reconcile.provider_model import Outcome
+
+    rec = check.reconciliation
+    return {
+        "check": "provider", "provider": check.provider,
+        "statement_id": str(imported.statement_id), "new": imported.new,
+        "records_added": imported.records_added, "records_known": imported.records_known,
+        "period_start": check.period_start.isoformat(),
+        "period_end": check.period_end.isoformat(),
+        "outcomes": {o.value: rec.count(o) for o in Outcome},
+        "matches": [{"reference": m.reference, "outcome": m.outcome.value,
+                     "fields": list(m.fields),
+                     "provider": None if m.theirs is None else m.theirs.to_json(),
+                     "ledger": None if m.ours is None else {
+                         "asset": m.ours.asset, "net_minor": str(m.ours.net_minor),
+                         "transaction_ids": [str(i) for i in m.ours.transaction_ids]}}
+                    for m in rec.matches],
+        "remainders": [{"asset": r.asset, "clearing_minor": str(r.clearing_minor),
+                        "unbooked_minor": str(r.unbooked_minor),
+                        "remainder_minor": str(r.remainder_minor)} for r in rec.remainders],
+        "findings": [{"case_id": str(cases[f.subject][0]), "case": cases[f.subject][1],
+                      "type": f.type, "subject": f.subject, "refs": dict(f.refs),
+                      "expected": f.expected, "observed": f.observed} for f in findings]}
+
+
+def _provider_tables(imported: Imported, check: ProviderCheck, findings: Sequence[Finding],
+                     cases: dict[str, tuple[int, str]]) -> None:
+    from reconcile.provider_model import Outcome
+
+    rec = check.reconciliation
+    seen = "imported" if imported.new else "already imported: nothing stored"
+    console.print(
+        f"{check.provider}: statement {imported.statement_id} ({seen}), "
+        f"{imported.records_added} new and {imported.records_known} known records, period "
+        f"{check.period_start.isoformat()} to {check.period_end.isoformat()}; "
+        + ", ".join(f"{rec.count(o)} {o.value}" for o in Outcome),
+        highlight=False, soft_wrap=True)
+    case_of = {(f.refs["reference"], f.evidence["outcome"]): cases[f.subject]
+               for f in findings}
+    table = Table(title=f"{check.provider}: {len(findings)} discrepancies")
+    for column in ("reference", "outcome", "provider", "ledger", "case"):
+        table.add_column(column)
+    for m in rec.matches:
+        theirs = "" if m.theirs is None else (f"{m.theirs.direction} {m.theirs.amount_minor} "
+                                              f"{m.theirs.asset}")
+        ours = "" if m.ours is None else f"{m.ours.net_minor:+d} {m.ours.asset}"
+        found = case_of.get((m.reference, m.outcome.value))
+        case = "" if found is None else f"{found[0]} {found[1]}"
+        outcome = m.outcome.value + (f" ({', '.join(m.fields)})" if m.fields else "")
+        table.add_row(m.reference, outcome, theirs, ours, case)
+    console.print(table)
+    rest = Table(title="clearing remainder per asset (minor units)")
+    for column in ("asset", "clearing", "unbooked", "remainder"):
+        rest.add_column(column, justify="right")
+    for r in rec.remainders:
+        rest.add_row(r.asset, str(r.clearing_minor), str(r.unbooked_minor),
+                     str(r.remainder_minor))
+    console.print(rest)

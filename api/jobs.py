@@ -5,7 +5,9 @@
   per chain that ``[sweeps]`` lists, a sweeper step (``sweeps.run:<chain>``: sweeps, gas
   top-ups, approved cold transfers) and a hot-limit check (``sweeps.limits:<chain>``: the
   excess over the hot maximum proposed to cold, a refill asked for below the minimum, with
-  their alert events);
+  their alert events); per chain, custody against the chain (``reconcile.custody:<chain>``,
+  every ``custody_s``); the custody providers' newest statements matched again
+  (``reconcile.provider``); both record their findings as cases (``api.cases``);
   open withdrawal items past the SLA (alert); reconciliation (``ledger.integrity.verify``, an
   ``alert.ledger_drift`` event when anything drifted, and a case per finding), the deposit
   histories against the ledger (``reconcile.histories``) and items waiting too long
@@ -61,6 +63,8 @@ from config.withdrawals import WithdrawalsConfig
 
 if TYPE_CHECKING:
     from chains.probe import ChainExpected, ProbeReport
+    from reconcile.custody import CustodyCheck
+    from reconcile.model import Recorded
 
 log = logging.getLogger("custody.jobs")
 alerts = logging.getLogger("custody.alerts")
@@ -93,6 +97,8 @@ class Intervals:
     seal_s: float = 10.0
     histories_s: float = 300.0
     aging_s: float = 300.0
+    #: Custody against the chain reads every address we control at the final block: less often.
+    custody_s: float = 600.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
@@ -335,6 +341,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
     if wcfg is not None:
         jobs.append(Job("withdrawals.open_items", iv.open_items_s,
                         lambda now: open_items(engine, wcfg, now)))
+    jobs.append(Job("reconcile.provider", iv.reconcile_s,
+                    lambda now: provider_recheck(engine, now)))
     if only:
         jobs = [j for j in jobs if any(j.name == o or j.name.startswith(o + ".")
                                        or j.name.startswith(o + ":") for o in only)]
@@ -354,6 +362,8 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
         watcher = Watcher(engine, chains, name)
         jobs.append(Job(f"deposits.watch:{name}", iv.watch_s or chain.poll_interval_s,
                         partial(_watch, gate, watcher)))
+        jobs.append(Job(f"reconcile.custody:{name}", iv.custody_s,
+                        partial(_custody, gate, engine, chains, name)))
         if wcfg is None or name not in wcfg.hot_wallets:
             continue
         # The sweeper runs without the hot wallet's signer too (its sweeps are signed by the
@@ -443,6 +453,41 @@ def hot_limit_alerts(engine: Engine, chain: str) -> int:
                 "next": f"admins approve or reject it: custody cold approve {m.id} --as NAME"})
         uow.commit()
     return new
+
+
+def _custody(gate: ChainGate, engine: Engine, chains: ChainsConfig, name: str,
+             now: datetime) -> object:
+    gate.admit(now)
+    return custody_check(engine, chains, name, now)
+
+
+def custody_check(engine: Engine, chains: ChainsConfig, name: str,
+                  now: datetime) -> tuple[CustodyCheck, Recorded]:
+    """Custody against the chain on ``name`` (``reconcile.custody``), its findings recorded as
+    cases (``alert.case_opened`` for each new one) under ``reconcile.custody:<chain>``. A node
+    that cannot give exact figures raises HoldingsUnavailable and nothing is recorded."""
+    from api.cases import record_and_alert
+    from reconcile import custody
+
+    check = custody.check(engine, chains, name)
+    with UnitOfWork(engine) as uow:
+        recorded = record_and_alert(uow, f"reconcile.custody:{name}", check.findings, now)
+        uow.commit()
+    return check, recorded
+
+
+def provider_recheck(engine: Engine, now: datetime) -> Recorded:
+    """Each custody provider's newest statement matched again (``reconcile.provider``: a fix
+    booked or a credit made since its import is seen), findings recorded as cases."""
+    from api.cases import record_and_alert
+    from reconcile import provider
+
+    with UnitOfWork(engine) as uow:
+        checks = provider.recheck_latest(uow)
+        recorded = record_and_alert(uow, provider.CHECK,
+                                    [f for c in checks for f in c.findings], now)
+        uow.commit()
+    return recorded
 
 
 def _watch(gate: ChainGate, watcher: Any, now: datetime) -> object:

@@ -10,7 +10,8 @@ under ``var/bench`` unless ``--database-url`` names another), with ``--accounts`
 2. **sealer alone**: ``ledger.seals.seal_once`` seals that backlog (seals of
    ``--max-transactions``): the sealing rate, transactions sealed per second.
 3. **both at once**: the writers again for ``--seconds`` while the sealer runs in a loop
-   beside them (as the ``ledger.seal`` job would, back to back): the batch rate with sealing on
+   beside them (back to back, or every ``--seal-interval`` seconds as the ``ledger.seal`` job
+   does every 10 s): the batch rate with sealing on
    (the sealer takes the ledger write gate for each watermark), the sealing rate meanwhile, the
    unsealed backlog at the end of the window and how long the sealer then takes to catch up.
 
@@ -117,12 +118,12 @@ def run_writers(book: Book, args: argparse.Namespace, tag: str, engine: sa.Engin
     for p in procs:
         p.start()
     tick = start + 1.0
+    next_seal = start
     while time.monotonic() < deadline:
-        if sealer is not None:
-            if seal_step(engine, sealer, args.max_transactions) == 0:
-                time.sleep(0.05)
-        else:
-            time.sleep(0.05)
+        if sealer is not None and time.monotonic() >= next_seal and (
+                seal_step(engine, sealer, args.max_transactions) == 0 or args.seal_interval):
+            next_seal = time.monotonic() + args.seal_interval
+        time.sleep(0.05 if sealer is None or args.seal_interval else 0.0)
         if time.monotonic() >= tick:
             extra = f", sealed {sealer.transactions:,}" if sealer else ""
             console.print(f"  t={tick - start:4.0f}s written {counter.value:,}{extra}")
@@ -143,6 +144,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--accounts", type=int, default=2_000, help="user wallets (2000)")
     p.add_argument("--max-transactions", type=int, default=10_000,
                    help="transactions per seal at most (10000, the job's default)")
+    p.add_argument("--seal-interval", type=float, default=0.0,
+                   help="phase 3: seconds between sealer runs (0: back to back, the hardest "
+                        "case for the writers; the ledger.seal job runs every 10 s)")
     p.add_argument("--database-url", default="", help="server URL; default: embedded server")
     p.add_argument("--data-dir", type=Path, default=Path("var/bench"),
                    help="data directory of the embedded server (var/bench)")
@@ -177,7 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         seal_rate = alone.transactions / alone.busy_s if alone.busy_s else 0.0
         console.print(f"  -> {seal_rate:,.0f} tx/s ({alone.transactions:,} in {alone.busy_s:.1f}s,"
                       f" {alone.seals} seals)")
-        console.print("[bold]3. both at once[/]: the writers with the sealer looping beside them")
+        console.print("[bold]3. both at once[/]: the writers with the sealer beside them ("
+                      + (f"every {args.seal_interval:g} s)" if args.seal_interval
+                         else "back to back)"))
         both = SealerStats()
         both_rate, window = run_writers(book, args, f"{stamp}:b", engine, both)
         lag = unsealed(engine)

@@ -535,9 +535,9 @@ BEGIN
   --   and the transactions and postings are written, and only then are the rows locked, read
   --   again and, if another writer moved them meanwhile, the funds verdicts judged again under
   --   the lock (a verdict that would change raises 40001 and the whole call is retried). The
-  --   inserts then run outside the locks. The postings have no foreign keys (their checks are
-  --   the trigger's, for other writers), so concurrent writers pile no share locks onto a hot
-  --   account's row while they insert.
+  --   inserts then run outside the locks. The postings have no foreign keys (their account and
+  --   transaction are checked by a trigger, which takes no lock on them), so concurrent writers
+  --   pile no share locks onto a hot account's row while they insert.
   -- * "lock first": the rows are locked here, when a line reverses or closes a posting: what is
   --   left of an original is read after the locks (a concurrent reversal of the same original
   --   touches the same account, so it has committed and is counted, or waits for us).
@@ -2342,7 +2342,7 @@ CREATE TABLE public.cases (
     CONSTRAINT cases_seen_count_check CHECK ((seen_count >= 1)),
     CONSTRAINT cases_status_check CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text]))),
     CONSTRAINT cases_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 300))),
-    CONSTRAINT cases_type_check CHECK ((type = ANY (ARRAY['balance_drift'::text, 'balance_missing'::text, 'flag_violated'::text, 'trial_balance'::text, 'custody_mismatch'::text, 'transaction_unbalanced'::text, 'transaction_empty'::text, 'posting_over_reversed'::text, 'posting_over_closed'::text, 'checkpoint_digest'::text, 'ledger_finding'::text, 'deposit_transaction_missing'::text, 'deposit_transaction_extra'::text, 'deposit_history_missing'::text, 'reserve_overdue'::text, 'withdrawal_unknown_aged'::text, 'withdrawal_held_aged'::text, 'deposit_review_aged'::text, 'custody_chain_mismatch'::text, 'provider_amount_mismatch'::text, 'provider_missing_in_ledger'::text, 'provider_missing_at_provider'::text, 'deep_reorg'::text, 'unattributed_own_address'::text, 'settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text])))
+    CONSTRAINT cases_type_check CHECK ((type = ANY (ARRAY['balance_drift'::text, 'balance_missing'::text, 'flag_violated'::text, 'trial_balance'::text, 'custody_mismatch'::text, 'transaction_unbalanced'::text, 'transaction_empty'::text, 'posting_over_reversed'::text, 'posting_over_closed'::text, 'checkpoint_digest'::text, 'posting_asset_mismatch'::text, 'posting_orphan'::text, 'seal_range'::text, 'seal_chain_broken'::text, 'seal_hash_mismatch'::text, 'seal_root_mismatch'::text, 'seal_counts'::text, 'seal_diagnosis_unavailable'::text, 'seal_transaction_changed'::text, 'seal_transaction_missing'::text, 'seal_transaction_inserted'::text, 'seal_transactions_reordered'::text, 'checkpoint_seal_link'::text, 'ledger_finding'::text, 'deposit_transaction_missing'::text, 'deposit_transaction_extra'::text, 'deposit_history_missing'::text, 'reserve_overdue'::text, 'withdrawal_unknown_aged'::text, 'withdrawal_held_aged'::text, 'deposit_review_aged'::text, 'custody_chain_mismatch'::text, 'provider_amount_mismatch'::text, 'provider_missing_in_ledger'::text, 'provider_missing_at_provider'::text, 'deep_reorg'::text, 'unattributed_own_address'::text, 'settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text])))
 );
 
 

@@ -14,7 +14,12 @@ and the custody provider), and the one list of every case in the engine.
 - Alerts are raised by the caller in ``api`` (``api.cases.record_and_alert``): this package
   imports nothing of ``api``.
 
-Checks: ``reconcile.ledger`` (``ledger.integrity.verify``'s findings), ``reconcile.histories``
-(deposit histories against the ledger), ``reconcile.aging`` (reserves past the SLA, unknown and
-held withdrawals, deposits held for review, by age).
+Checks: ``reconcile.ledger`` (``ledger.integrity.verify``'s findings, the posting checks and
+the seal chain included), ``reconcile.histories`` (deposit histories against the ledger),
+``reconcile.aging`` (reserves past the SLA, unknown and held withdrawals, deposits held for
+review, by age), ``reconcile.custody`` (per chain, holder and asset, the chain at the final
+block against ``custody + treasury``, allowing only for the movements in flight the engine can
+name; judged by ``reconcile.chain_model``) and ``reconcile.provider`` (a custody provider's
+statement matched by reference, never by amount, and the clearing account's remainder; parsed
+and matched by ``reconcile.provider_model``; formats in ``docs/provider-statements.md``).
 """

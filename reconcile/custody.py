@@ -17,8 +17,8 @@ in on-chain units. Nothing is written here: the caller records the findings as c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
@@ -43,6 +43,9 @@ class CustodyCheck:
     block_hash: str
     watcher_block: int | None
     verdicts: tuple[Verdict, ...]
+    #: Each hot and cold address's own balance per asset (the group is judged as a whole: the
+    #: ledger has no per-address accounts for them; these say which address moved).
+    group_on_chain: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def incoming_known(self) -> bool:
@@ -59,8 +62,14 @@ class CustodyCheck:
                         refs={"chain": self.chain, "holder": v.position.holder,
                               "asset": v.position.asset},
                         expected=str(v.position.expected), observed=str(v.position.on_chain),
-                        evidence=evidence(v, context))
+                        evidence={**evidence(v, context), **self._by_address(v.position)})
                 for v in self.verdicts if not v.explained]
+
+    def _by_address(self, p: Position) -> dict[str, object]:
+        if len(p.addresses) < 2:
+            return {}
+        return {"on_chain_by_address": {a: str(self.group_on_chain.get((a, p.asset), 0))
+                                        for a in p.addresses}}
 
 
 def positions(report: ChainHoldings, chain: ChainConfig,
@@ -105,12 +114,14 @@ def check(engine: Engine, config: ChainsConfig, chain_name: str, *,
         balances = read_chain(rpc, chain, owned,
                               [line.token for line in lines if line.token is not None])
     report = assemble(chain, lines, side.ledger, balances)
-    result = CustodyCheck(chain.name, chain.finality, report.block_number, report.block_hash,
-                          side.watcher_block, ())
+    height = report.block_number
+    incoming_known = side.watcher_block is not None and side.watcher_block >= height
     judged = verdicts(positions(report, chain, side.movements), side.movements,
-                      incoming_known=result.incoming_known)
-    return CustodyCheck(chain.name, chain.finality, report.block_number, report.block_hash,
-                        side.watcher_block, tuple(judged))
+                      incoming_known=incoming_known)
+    group = {(h.address, h.line.asset): h.on_chain for h in report.addresses
+             if h.kind != "deposit"}
+    return CustodyCheck(chain.name, chain.finality, height, report.block_hash,
+                        side.watcher_block, tuple(judged), group)
 
 
 def run(engine: Engine, config: ChainsConfig, chain_name: str, *,

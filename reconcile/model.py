@@ -25,6 +25,21 @@ class CaseType(StrEnum):
     POSTING_OVER_REVERSED = "posting_over_reversed"
     POSTING_OVER_CLOSED = "posting_over_closed"
     CHECKPOINT_DIGEST = "checkpoint_digest"
+    #: A posting off its account's asset; one naming a missing account or transaction.
+    POSTING_ASSET_MISMATCH = "posting_asset_mismatch"
+    POSTING_ORPHAN = "posting_orphan"
+    # The seal chain (ledger.seals): a seal's own fields, and the transactions it names.
+    SEAL_RANGE = "seal_range"
+    SEAL_CHAIN_BROKEN = "seal_chain_broken"
+    SEAL_HASH_MISMATCH = "seal_hash_mismatch"
+    SEAL_ROOT_MISMATCH = "seal_root_mismatch"
+    SEAL_COUNTS = "seal_counts"
+    SEAL_DIAGNOSIS_UNAVAILABLE = "seal_diagnosis_unavailable"
+    SEAL_TRANSACTION_CHANGED = "seal_transaction_changed"
+    SEAL_TRANSACTION_MISSING = "seal_transaction_missing"
+    SEAL_TRANSACTION_INSERTED = "seal_transaction_inserted"
+    SEAL_TRANSACTIONS_REORDERED = "seal_transactions_reordered"
+    CHECKPOINT_SEAL_LINK = "checkpoint_seal_link"
     #: A kind of verify finding this list does not know yet (its kind is in the evidence).
     LEDGER_FINDING = "ledger_finding"
     # Deposit histories against the ledger.
@@ -198,6 +213,18 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
 }
 _ACCOUNT_KINDS = frozenset({CaseType.BALANCE_DRIFT, CaseType.BALANCE_MISSING,
                             CaseType.FLAG_VIOLATED})
+#: Postings: ``posting 7 (transaction 3)``, with `` on <account> (<asset>)`` for a mismatch.
+_POSTING = re.compile(r"^posting (?P<posting>-?\d+) \(transaction (?P<tx>-?\d+)\)"
+                      r"(?: on (?P<account>.+) \((?P<asset>[^()\s]+)\))?$")
+#: Seals: ``seal 4 (transactions 10..20)``, ``seal 4``, ``seal 4: transactions 12 and 13``.
+_SEAL = re.compile(r"^seal (?P<seal>\d+)(?: \(transactions \d+\.\.\d+\))?"
+                   r"(?:: transactions? (?P<txs>\d+(?: and \d+)*))?$")
+_SEAL_KINDS = frozenset({CaseType.SEAL_RANGE, CaseType.SEAL_CHAIN_BROKEN,
+                         CaseType.SEAL_HASH_MISMATCH, CaseType.SEAL_ROOT_MISMATCH,
+                         CaseType.SEAL_COUNTS, CaseType.SEAL_DIAGNOSIS_UNAVAILABLE,
+                         CaseType.SEAL_TRANSACTION_CHANGED, CaseType.SEAL_TRANSACTION_MISSING,
+                         CaseType.SEAL_TRANSACTION_INSERTED,
+                         CaseType.SEAL_TRANSACTIONS_REORDERED})
 
 
 def account_names(discrepancies: Sequence[LedgerDiscrepancy]) -> set[tuple[str, str]]:
@@ -266,6 +293,10 @@ def _ledger_finding(d: LedgerDiscrepancy, accounts: Mapping[tuple[str, str], int
             return Finding(d.kind, f"account:{account_id}", {
                 "account_id": str(account_id), "account": m["code"], "asset": m["asset"]},
                 expected, observed, evidence)
+    # What these compare is not an amount: their expected and observed are verify's own words.
+    named = _posting_or_seal(d, d.expected, d.observed, evidence)
+    if named is not None:
+        return named
     pattern = _PATTERNS.get(d.kind)
     m = pattern.match(d.subject) if pattern else None
     if m is None:
@@ -289,6 +320,41 @@ def _ledger_finding(d: LedgerDiscrepancy, accounts: Mapping[tuple[str, str], int
     else:
         subject = f"checkpoint:{groups['checkpoint']}"
     return Finding(d.kind, subject, refs, expected, observed, evidence)
+
+
+def _posting_or_seal(d: LedgerDiscrepancy, expected: str | None, observed: str | None,
+                     evidence: dict[str, object]) -> Finding | None:
+    """The finding of a posting check (``posting:<id>``; an orphan also names what is missing:
+    ``posting:<id>:account|transaction``) or of the seal chain (``seal:<id>``, with
+    ``:transactions:<ids>`` when it names transactions); None for any other kind."""
+    if d.kind in (CaseType.POSTING_ASSET_MISMATCH, CaseType.POSTING_ORPHAN):
+        m = _POSTING.match(d.subject)
+        if m is None:
+            return None
+        refs = {k: v for k, v in {"posting_id": m["posting"], "ledger_transaction_id": m["tx"],
+                                  "account": m["account"], "asset": m["asset"]}.items() if v}
+        subject = f"posting:{m['posting']}"
+        if d.kind == CaseType.POSTING_ORPHAN:
+            subject += ":transaction" if d.expected.startswith("transaction") else ":account"
+        return Finding(d.kind, subject, refs, expected, observed, evidence)
+    if d.kind in _SEAL_KINDS:
+        m = _SEAL.match(d.subject)
+        if m is None:
+            return None
+        refs = {"seal_id": m["seal"]}
+        subject = f"seal:{m['seal']}"
+        if m["txs"]:
+            ids = ",".join(m["txs"].split(" and "))
+            refs["ledger_transaction_ids"] = ids
+            subject += f":transactions:{ids}"
+        return Finding(d.kind, subject, refs, expected, observed, evidence)
+    if d.kind == CaseType.CHECKPOINT_SEAL_LINK:
+        m = re.match(r"^checkpoint (?P<checkpoint>\d+)$", d.subject)
+        if m is None:
+            return None
+        return Finding(d.kind, f"checkpoint:{m['checkpoint']}:seal",
+                       {"checkpoint_id": m["checkpoint"]}, expected, observed, evidence)
+    return None
 
 
 # --- deposit histories against the ledger ----------------------------------------------------

@@ -38,6 +38,8 @@ from reconcile.provider_model import (
 )
 from reconcile.repository import provider as repo
 
+#: The check's name: who opens its cases, and its job.
+CHECK = "reconcile.provider"
 #: The case type of each outcome that is a discrepancy.
 FINDING_TYPES = {
     Outcome.AMOUNT_MISMATCH: "provider_amount_mismatch",

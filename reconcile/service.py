@@ -71,6 +71,11 @@ def get_case(uow: UnitOfWork, case_id: int) -> Case:
     return case
 
 
+def get_cases(uow: UnitOfWork, case_ids: Sequence[int]) -> list[Case]:
+    """The cases with these ids (those that exist), by id, in one read."""
+    return repo.by_ids(uow.conn, case_ids) if case_ids else []
+
+
 def resolve_case(uow: UnitOfWork, case_id: int, by: str, resolution: str,
                  transaction_id: int | None = None, *, now: datetime) -> Case:
     """Resolve a case a check opened, once.

@@ -58,6 +58,13 @@ def get(conn: Connection, case_id: int, *, lock: bool = False) -> Case | None:
     return None if row is None else _case(row)
 
 
+def by_ids(conn: Connection, ids: Sequence[int]) -> list[Case]:
+    """The cases with these ids, by id."""
+    rows = conn.execute(sa.text(f"SELECT {_COLUMNS} FROM cases WHERE id = ANY(:ids) ORDER BY id"),
+                        {"ids": list(ids)})
+    return [_case(r) for r in rows]
+
+
 def select(conn: Connection, *, type: str | None, status: str | None, subject: str | None,
            limit: int, after_id: int = 0) -> list[Case]:
     """Cases, oldest first, optionally of one type, status and subject."""

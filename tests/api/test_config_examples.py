@@ -60,3 +60,14 @@ def test_with_the_sweeps_example_sweeps_are_configured(tmp_path: Path) -> None:
     assert (eth.hot_min_minor, eth.hot_max_minor, eth.cold_address) == (
         10**18, 50 * 10**18, chains.chain("devnet").cold_addresses[0])
     assert load_sweeps_if_present(chains, None, str(CHAINS)) is None
+
+
+def test_the_reconcile_example_sets_every_threshold() -> None:
+    from config.reconcile import ReconcileConfig, parse_reconcile_config
+
+    data = tomllib.loads("\n".join(p.read_text() for p in (
+        CHAINS, WITHDRAWALS, CONFIG / "reconcile.example.toml")))
+    assert set(data["reconcile"]) == set(ReconcileConfig.__dataclass_fields__)
+    assert parse_reconcile_config(data) == ReconcileConfig(
+        reserve_sla_s=7200, unknown_withdrawal_after_s=3600, held_withdrawal_after_s=3600,
+        review_deposit_after_s=86400)

@@ -16,7 +16,7 @@ import pytest
 
 from devtools.anvil import free_port
 
-RUN = "from api.cli_service import service_cli; service_cli(prog_name='custody')"
+RUN = "from api.cli import app; app(prog_name='custody')"  # the `custody` entry point
 
 
 def run_demo_once(server_url: str, cwd: Path) -> str:

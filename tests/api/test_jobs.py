@@ -21,7 +21,7 @@ from api.jobs import LOCK_NAMESPACE, Job, Stats, build_jobs, run_locked
 from devtools.anvil import free_port
 from tests.withdrawals.conftest import config_toml
 
-RUN = "from api.cli_service import service_cli; service_cli(prog_name='custody')"
+RUN = "from api.cli import app; app(prog_name='custody')"  # the `custody` entry point
 
 
 def spawn(database_url: str, *args: str, config: Path | None = None) -> subprocess.Popen[str]:
@@ -63,7 +63,8 @@ def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:
 def test_build_jobs_without_chains_and_with_a_filter(engine: Engine) -> None:
     names = [j.name for j in build_jobs(engine, None, None)]
     assert names == ["webhooks.deliver", "ledger.reconcile", "reconcile.histories",
-                     "reconcile.aging", "ledger.checkpoint", "ledger.seal", "maintenance.cleanup"]
+                     "reconcile.aging", "ledger.checkpoint", "ledger.seal", "maintenance.cleanup",
+                     "reconcile.provider"]
     assert [j.name for j in build_jobs(engine, None, None, only=["ledger"])] == [
         "ledger.reconcile", "ledger.checkpoint", "ledger.seal"]
 
@@ -163,7 +164,15 @@ def test_metrics_show_the_outbox_jobs_and_drift(engine: Engine, owner: Engine) -
 @pytest.mark.slow
 def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: Engine) -> None:
     workers = [spawn(database_url, "worker", "--interval-s", "0.05") for _ in range(2)]
-    time.sleep(6)
+    # Both schedulers running (each has logged a run), then a few seconds of contention: a
+    # fixed sleep from the spawn would let a loaded machine stop them before they start.
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and all(w.poll() is None for w in workers):
+        with engine.connect() as conn:
+            if conn.execute(sa.text("SELECT count(DISTINCT worker) FROM job_runs")).scalar() == 2:
+                break
+        time.sleep(0.2)
+    time.sleep(3)
     for w in workers:
         w.send_signal(signal.SIGTERM)
     outputs = [w.communicate(timeout=30) for w in workers]
@@ -181,7 +190,7 @@ def test_two_workers_never_run_the_same_job_at_once(database_url: str, engine: E
         by_job[r.job].append(r)
     assert set(by_job) == {"webhooks.deliver", "ledger.reconcile", "reconcile.histories",
                            "reconcile.aging", "ledger.checkpoint", "ledger.seal",
-                           "maintenance.cleanup"}
+                           "maintenance.cleanup", "reconcile.provider"}
     for job, runs in by_job.items():
         for a, b in zip(runs, runs[1:], strict=False):
             assert b.started_at >= a.finished_at, f"{job}: {a} overlaps {b}"

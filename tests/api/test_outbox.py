@@ -172,7 +172,7 @@ class TestDelivery:
             assert conn.execute(sa.text("SELECT state FROM webhook_deliveries")).scalar() == \
                 "failed"
         env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": "200"}
-        run = "from api.cli_service import service_cli; service_cli(prog_name='custody')"
+        run = "from api.cli import app; app(prog_name='custody')"  # `custody`
         done = subprocess.run([sys.executable, "-c", run, "webhooks", "replay", "--failed"],
                               env=env, text=True, capture_output=True, timeout=120)
         assert done.returncode == 0, done.stderr

@@ -77,6 +77,10 @@ class TestRecordFindings:
         recorded = record(engine, DRIFT, other_subject, other_type)
         assert len(recorded.opened) == 3 and recorded.updated == []
         assert [c.subject for c in all_cases(engine)] == ["account:7", "account:8", "account:7"]
+        with UnitOfWork(engine) as uow:
+            assert service.count_open_by_type(uow) == {"balance_drift": 2, "balance_missing": 1}
+            assert [c.subject for c in service.open_cases(uow, type="balance_missing")] == [
+                "account:7"]
 
     def test_a_resolved_case_seen_again_opens_a_new_one(self, engine: Engine) -> None:
         (first,) = record(engine, DRIFT).opened

@@ -14,9 +14,10 @@ from eth_account import Account
 from eth_utils.address import to_checksum_address
 from sqlalchemy.engine import Engine
 
-from api.cases import record_and_alert
-from config.uow import UnitOfWork
+from api.jobs import build_jobs, custody_check
+from config.chains import parse_chains_config
 from devtools.anvil import AnvilNode
+from devtools.config import dev_config
 from reconcile import custody
 from reconcile.chain_model import Verdict
 from reconcile.model import Recorded
@@ -52,18 +53,12 @@ def rig(engine: Engine, node: AnvilNode, monkeypatch: pytest.MonkeyPatch) -> Swe
 
 
 def _check(rig: SweepRig) -> custody.CustodyCheck:
-    """One check of the chain, its findings recorded as cases (as the job does)."""
-    check = custody.check(rig.engine, rig.chains, CHAIN)
-    _record(rig, check)
-    return check
+    """One run of the job's step: the chain checked, its findings recorded as cases."""
+    return _run(rig)[0]
 
 
-def _record(rig: SweepRig, check: custody.CustodyCheck) -> Recorded:
-    with UnitOfWork(rig.engine) as uow:
-        recorded = record_and_alert(uow, f"reconcile.custody:{CHAIN}", check.findings,
-                                    rig.clock)
-        uow.commit()
-    return recorded
+def _run(rig: SweepRig) -> tuple[custody.CustodyCheck, Recorded]:
+    return custody_check(rig.engine, rig.chains, CHAIN, rig.clock)
 
 
 def _send_from_hot(rig: SweepRig, value: int) -> str:
@@ -128,7 +123,7 @@ def test_a_transfer_out_of_the_hot_wallet_gives_one_finding(rig: SweepRig) -> No
     _send_from_hot(rig, ETH // 4)
     rig.node.mine(3)
     rig.watch()
-    after = custody.check(rig.engine, rig.chains, CHAIN)
+    after, first = _run(rig)
     (finding,) = after.findings
     gas = hot_eth.on_chain - ETH // 4 - rig.on_chain(rig.hot)[0]
     assert gas > 0
@@ -141,15 +136,24 @@ def test_a_transfer_out_of_the_hot_wallet_gives_one_finding(rig: SweepRig) -> No
     assert finding.evidence["block_number"] == after.block_number
 
     # Exactly one case, with its alert; the next run re-sights it and opens nothing.
-    first = _record(rig, after)
     (case,) = all_cases(rig.engine)
     assert first.opened == [case.id] and case.subject == finding.subject
     assert (case.type, case.expected, case.observed) == (
         "custody_chain_mismatch", finding.expected, finding.observed)
     rig.node.mine(1)
     rig.watch()
-    second = _record(rig, custody.check(rig.engine, rig.chains, CHAIN))
+    _, second = _run(rig)
     assert second.opened == [] and second.updated == [case.id]
     (case,) = all_cases(rig.engine)
     assert case.seen_count == 2 and case.status == "open"
     assert [a["case_id"] for a in alerts(rig.engine)] == [str(case.id)]
+
+
+@pytest.mark.parametrize("chains", [("dev",), ("dev", "other")])
+def test_each_chain_has_its_custody_job(engine: Engine, chains: tuple[str, ...]) -> None:
+    doc = dev_config(chain=chains[0], hot_wallet=None)
+    for extra in chains[1:]:
+        doc["chains"][extra] = {**doc["chains"][chains[0]], "chain_id": 99}
+    names = [j.name for j in build_jobs(engine, parse_chains_config(doc), None,
+                                        only=["reconcile.custody", "reconcile.provider"])]
+    assert names == [*(f"reconcile.custody:{c}" for c in chains), "reconcile.provider"]

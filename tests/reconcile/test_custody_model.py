@@ -80,3 +80,22 @@ class TestHolders:
         assert (e["allowed_low"], e["allowed_high"]) == ("0", str(len(many)))
         assert e["movements_in_flight"] == NAMED_MAX + 5
         assert len(e["movements"]) == NAMED_MAX  # type: ignore[arg-type]
+
+
+class TestFindings:
+    def test_a_group_finding_says_what_each_of_its_addresses_holds(self) -> None:
+        from reconcile.custody import CustodyCheck
+
+        group = judge(_pos(7, 10, addresses=(HOT, COLD)), [], incoming_known=True)
+        alone = judge(_pos(7, 10, addresses=(D1,)), [], incoming_known=True)
+        fine = judge(_pos(10, 10, addresses=(HOT,)), [], incoming_known=True)
+        check = CustodyCheck("dev", "confirmations:3", 40, "0x" + "ab" * 32, 42,
+                             (group, alone, fine), {(HOT, "ETH"): 5, (COLD, "ETH"): 2})
+        first, second = check.findings
+        assert (first.type, first.subject) == ("custody_chain_mismatch",
+                                               "custody:dev:hot+cold:ETH")
+        assert (first.expected, first.observed) == ("10", "7")
+        assert first.evidence["on_chain_by_address"] == {HOT: "5", COLD: "2"}
+        assert first.evidence["block_number"] == 40 and first.evidence["watcher_block"] == 42
+        assert second.subject == f"custody:dev:{D1}:ETH"
+        assert "on_chain_by_address" not in second.evidence

@@ -13,11 +13,13 @@ from reconcile.model import (
     Waiting,
     WaitingKind,
     aging_findings,
+    distinct,
     history_findings,
     ledger_findings,
     references_case,
 )
 
+D = Discrepancy
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ACCOUNTS = {("user:u1:wallet", "USDC"): 11, ("custody:devnet", "USDC"): 12}
 
@@ -122,3 +124,40 @@ def test_a_fix_references_its_case_by_reference_or_key() -> None:
     assert references_case(12, "k", "case:12")
     assert references_case(12, "case:12", None) and references_case(12, "case:12:rev", None)
     assert not references_case(12, "case:123", None) and not references_case(12, "k", "case:1")
+
+
+class TestPostingAndSealFindings:
+    """verify's posting checks and seal chain: a case type of their own, keyed by the posting
+    or the seal (and the transactions it names), so that two findings never share a key."""
+
+    def test_an_orphan_missing_both_parents_is_two_findings(self) -> None:
+        both = [D("posting_orphan", "posting 7 (transaction 9)", "transaction 9",
+                  "no such transaction"),
+                D("posting_orphan", "posting 7 (transaction 9)", "account 3", "no such account")]
+        found = distinct(ledger_findings(both, {}))
+        assert [(f.type, f.subject) for f in found] == [
+            ("posting_orphan", "posting:7:transaction"), ("posting_orphan", "posting:7:account")]
+        assert found[0].refs == {"posting_id": "7", "ledger_transaction_id": "9"}
+
+    def test_a_posting_off_its_accounts_asset(self) -> None:
+        (f,) = ledger_findings([D("posting_asset_mismatch",
+                                  "posting 7 (transaction 9) on custody:eth (USDC)",
+                                  "asset USDC", "asset ETH")], {})
+        assert (f.type, f.subject, f.refs) == ("posting_asset_mismatch", "posting:7", {
+            "posting_id": "7", "ledger_transaction_id": "9", "account": "custody:eth",
+            "asset": "USDC"})
+
+    def test_seal_findings_are_keyed_by_seal_and_transactions(self) -> None:
+        found = distinct(ledger_findings([
+            D("seal_root_mismatch", "seal 4 (transactions 10..20)", "ab", "cd"),
+            D("seal_hash_mismatch", "seal 4 (transactions 10..20)", "ab", "cd"),
+            D("seal_transaction_changed", "seal 4: transaction 12", "as sealed", "altered"),
+            D("seal_transactions_reordered", "seal 4: transactions 13 and 14",
+              "in sealed order", "contents traded ids"),
+            D("checkpoint_seal_link", "checkpoint 2", "seal 4 hash ab", "hash cd")], {}))
+        assert [(f.type, f.subject) for f in found] == [
+            ("seal_root_mismatch", "seal:4"), ("seal_hash_mismatch", "seal:4"),
+            ("seal_transaction_changed", "seal:4:transactions:12"),
+            ("seal_transactions_reordered", "seal:4:transactions:13,14"),
+            ("checkpoint_seal_link", "checkpoint:2:seal")]
+        assert found[3].refs == {"seal_id": "4", "ledger_transaction_ids": "13,14"}

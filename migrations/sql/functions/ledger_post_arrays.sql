@@ -28,7 +28,10 @@
 -- 128-bit range under the balance rows' locks (taken in account-id order), reversals and closings
 -- mirroring and never exceeding their original (under the same per-original locks as the
 -- trigger). The column CHECKs, the money128 domain, the unique idempotency key, the balance rows'
--- CHECKs and the append-only triggers apply to it as to anyone. custody_ledger_writer is a
+-- CHECKs and the append-only triggers apply to it as to anyone, and so does the postings' check
+-- of each posting's account, asset and transaction (ledger_postings_account_and_transaction in
+-- triggers/ledger_postings.sql): what this function checks of those from its arrays, the
+-- database checks again on the rows it writes. custody_ledger_writer is a
 -- NOLOGIN role that no login is a member of (except a non-superuser migration owner, which may
 -- alter the schema anyway). tests/ledger/test_post_paths.py holds the cases that it and
 -- ledger_post_one must judge alike.
@@ -186,9 +189,9 @@ BEGIN
   --   and the transactions and postings are written, and only then are the rows locked, read
   --   again and, if another writer moved them meanwhile, the funds verdicts judged again under
   --   the lock (a verdict that would change raises 40001 and the whole call is retried). The
-  --   inserts then run outside the locks. The postings have no foreign keys (their checks are
-  --   the trigger's, for other writers), so concurrent writers pile no share locks onto a hot
-  --   account's row while they insert.
+  --   inserts then run outside the locks. The postings have no foreign keys (their account and
+  --   transaction are checked by a trigger, which takes no lock on them), so concurrent writers
+  --   pile no share locks onto a hot account's row while they insert.
   -- * "lock first": the rows are locked here, when a line reverses or closes a posting: what is
   --   left of an original is read after the locks (a concurrent reversal of the same original
   --   touches the same account, so it has committed and is counted, or waits for us).

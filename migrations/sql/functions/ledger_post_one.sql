@@ -21,7 +21,9 @@
 -- triggers skip, and enforces what they enforce: balance per asset, at least one line, each
 -- line's account existing in the line's asset, the period rules, the funds flags and the 128-bit
 -- range under the row locks, the idempotency key with its fingerprint. It takes no reversal or
--- closing reference, so it cannot be used to get around the reversal limits.
+-- closing reference, so it cannot be used to get around the reversal limits. Its postings meet
+-- the database's check of each posting's account, asset and transaction as every writer's do
+-- (triggers/ledger_postings.sql).
 -- tests/ledger/test_post_paths.py holds the cases that both functions must judge alike.
 
 CREATE OR REPLACE FUNCTION ledger_post_one(

@@ -1,0 +1,30 @@
+"""Case types of the posting checks and of the seal chain.
+
+Revision ID: 0023_case_types
+Revises: 0022_provider_statements
+Create Date: 2026-12-02
+"""
+
+# A revision holds tables, columns, constraints, indexes, roles, table grants, data changes,
+# drops and signature changes, in sql/revisions/<revision>.sql. A function, a table's triggers
+# or a view is a definition file (sql/functions/, sql/triggers/, sql/views/), applied after the
+# revisions whenever its text changes: edit that file instead. Then run `make schema`.
+
+from alembic import op
+
+from migrations import run_sql_file
+
+revision = "0023_case_types"
+down_revision = "0022_provider_statements"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0023_case_types.sql")
+
+
+def downgrade() -> None:
+    """Forward-only, as every revision of this schema."""
+    raise NotImplementedError("migrations are forward-only")
