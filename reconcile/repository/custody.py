@@ -15,14 +15,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from config.chains import ChainConfig
 from config.uow import UnitOfWork
-from ledger import chart
-from ledger import service as ledger
-from ledger.errors import AccountNotFound, AssetNotFound
 from ledger.repository import to_int
 from reconcile.chain_model import NamedMovement
-from sweeps import repository as sweeps_repo
 from sweeps.holdings.model import LedgerSide, Line
-from sweeps.holdings.repository import DEPOSIT_OPEN, SENDING, WITHDRAWAL_SENDING, read_flows
+from sweeps.holdings.repository import (
+    DEPOSIT_OPEN,
+    SENDING,
+    WITHDRAWAL_SENDING,
+    ledger_side_in,
+)
 
 
 @dataclass(frozen=True)
@@ -90,28 +91,13 @@ def watcher_block(conn: Connection, chain: str) -> int | None:
     return int(recent[-1][0])
 
 
-def _balance(uow: UnitOfWork, code: str, asset: str) -> int:
-    try:
-        return ledger.account_balance(uow, ledger.get_account(uow, code, asset)).balance_minor
-    except (AccountNotFound, AssetNotFound):
-        return 0  # Nothing was ever posted there.
-
-
 def read_custody_side(engine: Engine, chain: ChainConfig, lines: list[Line]) -> CustodySide:
     """The holdings report's ledger side of ``chain`` (as ``sweeps.holdings.repository.
     read_ledger_side`` reads it), the named movements and the watcher's tip, in one read-only
     snapshot."""
     with UnitOfWork(engine) as uow:
         uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-        addresses = list(uow.conn.execute(
-            sa.text("SELECT address FROM deposit_addresses WHERE family = :f "
-                    "ORDER BY derivation_index"), {"f": chain.family}).scalars())
-        records = sweeps_repo.address_records(uow.conn, chain.name)
-        flows, senders = read_flows(uow.conn, chain)
-        assets = list(dict.fromkeys(line.asset for line in lines))
-        custody = {a: _balance(uow, chart.custody(chain.name).code, a) for a in assets}
-        treasury = {a: _balance(uow, chart.treasury(chain.name).code, a) for a in assets}
+        side = ledger_side_in(uow, chain, lines)
         movements = movements_in_flight(uow.conn, chain)
         tip = watcher_block(uow.conn, chain.name)
-    side = LedgerSide(addresses, records, flows, frozenset(senders), custody, treasury)
     return CustodySide(side, tuple(movements), tip)

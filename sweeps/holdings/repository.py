@@ -86,12 +86,18 @@ def read_ledger_side(engine: Engine, chain: ChainConfig, lines: Sequence[Line]) 
     movements in flight agree with each other)."""
     with UnitOfWork(engine) as uow:
         uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-        addresses = list(uow.conn.execute(
-            sa.text("SELECT address FROM deposit_addresses WHERE family = :f "
-                    "ORDER BY derivation_index"), {"f": chain.family}).scalars())
-        records = sweeps_repo.address_records(uow.conn, chain.name)
-        flows, senders = read_flows(uow.conn, chain)
-        assets = list(dict.fromkeys(line.asset for line in lines))
-        custody = {a: _ledger_balance(uow, chart.custody(chain.name).code, a) for a in assets}
-        treasury = {a: _ledger_balance(uow, chart.treasury(chain.name).code, a) for a in assets}
+        return ledger_side_in(uow, chain, lines)
+
+
+def ledger_side_in(uow: UnitOfWork, chain: ChainConfig, lines: Sequence[Line]) -> LedgerSide:
+    """``read_ledger_side`` inside the caller's unit of work (its snapshot: a caller that reads
+    more in the same snapshot, as the custody reconciliation does, opens it REPEATABLE READ)."""
+    addresses = list(uow.conn.execute(
+        sa.text("SELECT address FROM deposit_addresses WHERE family = :f "
+                "ORDER BY derivation_index"), {"f": chain.family}).scalars())
+    records = sweeps_repo.address_records(uow.conn, chain.name)
+    flows, senders = read_flows(uow.conn, chain)
+    assets = list(dict.fromkeys(line.asset for line in lines))
+    custody = {a: _ledger_balance(uow, chart.custody(chain.name).code, a) for a in assets}
+    treasury = {a: _ledger_balance(uow, chart.treasury(chain.name).code, a) for a in assets}
     return LedgerSide(addresses, records, flows, frozenset(senders), custody, treasury)
