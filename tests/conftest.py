@@ -25,6 +25,13 @@ TEMPLATE = "custody_template"
 _counter = itertools.count()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first, each group in collection order. ``pytest -n 2`` hands tests
+    out in collection order, so a crash test of several minutes collected near the end ran
+    alone while the other worker sat idle; started first, the short tests fill in around it."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """URL of the PostgreSQL server of this worker (maintenance database)."""
