@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from api.console import console, err_console, friendly
 
@@ -106,11 +105,10 @@ def verify(
     if report.ok:
         console.print(f"ok: {report.accounts} accounts verified (replayed from {start})")
         return
-    table = Table(title=f"ledger drift (replayed from {start})")
-    for column in ("kind", "subject", "expected", "observed"):
-        table.add_column(column)
-    for d in report.discrepancies:
-        table.add_row(d.kind, d.subject, d.expected, d.observed)
+    from api.render import discrepancies_table
+
+    table = discrepancies_table(f"ledger drift (replayed from {start})",
+                                report.discrepancies)
     console.print(table)
     raise typer.Exit(1)
 

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from api.console import console, err_console, friendly
 
@@ -104,10 +103,9 @@ def verify(
     if not report.discrepancies:
         console.print(f"ok: {report.seals_checked} seals recomputed after {start}")
         return
-    table = Table(title=f"seal findings ({report.seals_checked} seals after {start})")
-    for column in ("kind", "subject", "expected", "observed"):
-        table.add_column(column)
-    for d in report.discrepancies:
-        table.add_row(d.kind, d.subject, d.expected, d.observed)
+    from api.render import discrepancies_table
+
+    table = discrepancies_table(f"seal findings ({report.seals_checked} seals after {start})",
+                                report.discrepancies)
     console.print(table)
     raise typer.Exit(1)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from ledger.integrity import Discrepancy
 from ledger.model import format_amount
 from ledger.service import UserBalance
 
@@ -25,4 +26,14 @@ def balances_table(title: str, rows: Sequence[UserBalance]) -> Table:
             format_amount(b.available_minor, s),
             format_amount(b.projected_minor, s),
         )
+    return table
+
+
+def discrepancies_table(title: str, found: Sequence[Discrepancy]) -> Table:
+    """A table of ``verify``'s findings: kind, subject, expected, observed."""
+    table = Table(title=title)
+    for column in ("kind", "subject", "expected", "observed"):
+        table.add_column(column)
+    for d in found:
+        table.add_row(d.kind, d.subject, d.expected, d.observed)
     return table
