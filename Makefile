@@ -36,7 +36,7 @@ test-fast: install
 # ruff, strict mypy, and the import contracts of pyproject.toml's [tool.importlinter].
 lint: install
 	$(BIN)/ruff check . && $(BIN)/mypy ledger config api chains deposits withdrawals outgoing \
-		sweeps reconcile migrations devtools tests
+		sweeps reconcile reserves migrations devtools tests
 	$(BIN)/lint-imports
 
 bench: install
