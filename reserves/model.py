@@ -39,8 +39,10 @@ def chain_to_ledger(value: int, decimals: int, scale: int) -> int:
     rounded down when the token has more digits than the ledger keeps: reserves are never
     overstated."""
     if scale >= decimals:
-        return value * 10 ** (scale - decimals)
-    return value // 10 ** (decimals - scale)
+        factor: int = 10 ** (scale - decimals)
+        return value * factor
+    divisor: int = 10 ** (decimals - scale)
+    return value // divisor
 
 
 @dataclass(frozen=True)
