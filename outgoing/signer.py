@@ -12,19 +12,43 @@ decoded and checked against what was asked (``check_signed``) before it is trust
 The local key is read from an environment variable when the signer is built and kept only in
 this process's memory: it is never written to the database, a file or a log, and ``repr`` hides
 it. A remote signer's URL may carry a credential, so it is never logged either.
+
+Signers also sign messages (``sign_message``): EIP-191 ``personal_sign`` over the UTF-8 text,
+the evidence that we own an address (a proof of reserves names its report in such a message).
+The signature is 65 bytes, ``r || s || v`` with ``v`` 27 or 28, as lower-case 0x-hex; it is
+canonical (``s`` in the lower half of the curve order, as EIP-2 requires of transactions), so an
+address has one signature per message. ``recover_message_signer`` recovers the address from it
+offline. The local key signs messages on any chain: a message moves no funds and names its chain
+itself.
+
+The remote protocol, on the same URL. A transaction request is ``request_body``'s JSON (no
+``kind``) and its answer ``{"raw_tx": "0x...", "tx_hash": "0x..."}``. A message request is::
+
+    {"kind": "personal_sign", "from": "0x<address, lower-case>", "message": "<the text>"}
+
+(plus ``"derivation_path"`` for a deposit address, as for its transactions), and its answer::
+
+    {"signature": "0x<130 hex digits: r || s || v, v 27 or 28>"}
+
+A timeout, a transport error, a status other than 200 or a body without a ``signature`` string
+raise SignerUnavailable; a signature that is malformed, not canonical, or that does not recover
+to ``from`` over the message raises SignerAnswerInvalid.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import requests
 from eth_account import Account
+from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
 from eth_account.typed_transactions.typed_transaction import TypedTransaction
+from eth_keys.constants import SECPK1_N
 from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 
@@ -35,6 +59,9 @@ from outgoing.errors import SignerAnswerInvalid, SignerUnavailable
 
 #: Chain ids of development chains (anvil, hardhat, ganache): the local signer refuses others.
 DEV_CHAIN_IDS = frozenset({31337, 1337})
+#: A message signature: r (32 bytes) || s (32 bytes) || v (1 byte).
+MESSAGE_SIGNATURE_BYTES = 65
+_SIGNATURE_HEX = re.compile(r"^0x[0-9a-fA-F]{130}$")
 
 
 @dataclass(frozen=True)
@@ -69,6 +96,12 @@ class Signer(Protocol):
 
     def sign(self, tx: UnsignedTx) -> SignedTx:
         """Sign ``tx``; SignerUnavailable if this signer may not sign it."""
+        ...
+
+    def sign_message(self, text: str) -> str:
+        """Sign ``text`` (EIP-191 personal_sign, UTF-8) and return the 65-byte signature
+        ``r || s || v`` (v 27 or 28) as lower-case 0x-hex; SignerUnavailable if this signer
+        cannot sign it."""
         ...
 
 
@@ -117,6 +150,11 @@ class LocalKeySigner:
         return SignedTx("0x" + bytes(signed.raw_transaction).hex(),
                         "0x" + bytes(signed.hash).hex())
 
+    def sign_message(self, text: str) -> str:
+        """Sign ``text`` with the key (EIP-191 personal_sign): 65 bytes, lower-case 0x-hex."""
+        signed = self._account.sign_message(encode_defunct(text=text))
+        return "0x" + bytes(signed.signature).hex()
+
 
 class AddressSigners(Protocol):
     """Signers of deposit addresses, by derivation index (the address source's path
@@ -152,7 +190,7 @@ class MnemonicAddressSigners:
 class RemoteAddressSigners:
     """An external signing service (KMS, HSM, MPC) for deposit addresses: ``RemoteSigner``'s
     request with the address's ``derivation_path`` (``m/44'/60'/<account>'/0/<index>``) added;
-    every answer must be the transaction asked for, signed by that address."""
+    every answer must be the transaction (or the message) asked for, signed by that address."""
 
     def __init__(self, url: str, *, account: int, timeout_ms: int) -> None:
         self._url = url
@@ -200,8 +238,9 @@ class RemoteSigner:
     decimal strings) and expects ``{"raw_tx": "0x...", "tx_hash": "0x..."}``. A timeout (connect
     or read, ``timeout_ms`` each), a transport error, a status other than 200 or a malformed
     body raise SignerUnavailable; an answer that is not the transaction asked for raises
-    SignerAnswerInvalid. The service holds the key; ``address`` is the configured hot wallet,
-    and every answer must be signed by it.
+    SignerAnswerInvalid. The service holds the key; ``address`` is the configured hot wallet
+    (or a deposit address, with its ``derivation_path``), and every answer must be signed by it.
+    ``sign_message`` speaks the module docstring's message request on the same URL.
     """
 
     def __init__(self, address: str, url: str, *, timeout_ms: int,
@@ -224,25 +263,55 @@ class RemoteSigner:
 
     def sign(self, tx: UnsignedTx) -> SignedTx:
         """Ask the service to sign ``tx`` and check its answer (see the class docstring)."""
+        answer = self._post(request_body(self._address, tx), f"nonce {tx.nonce}")
         try:
-            body = request_body(self._address, tx)
-            if self._path is not None:
-                body["derivation_path"] = self._path
+            signed = SignedTx(str(answer["raw_tx"]).lower(), str(answer["tx_hash"]).lower())
+        except (KeyError, TypeError):
+            raise SignerUnavailable("remote signer answered without raw_tx and tx_hash") from None
+        check_signed(tx, signed, self._address)
+        return signed
+
+    def sign_message(self, text: str) -> str:
+        """Ask the service to sign ``text`` (the module docstring's message request) and check
+        that the signature recovers to ``address`` over it."""
+        answer = self._post({"kind": "personal_sign", "from": self._address, "message": text},
+                            "a message")
+        signature = answer.get("signature")
+        if not isinstance(signature, str):
+            raise SignerUnavailable("remote signer answered without a signature")
+        try:
+            recovered = recover_message_signer(text, signature)
+        except ValueError as exc:
+            raise SignerAnswerInvalid(f"remote signer answered a malformed signature: "
+                                      f"{exc}") from None
+        if recovered != self._address:
+            raise SignerAnswerInvalid(f"remote signer signed the message as {recovered}, "
+                                      f"not {self._address}")
+        return signature.lower()
+
+    def _post(self, body: dict[str, Any], what: str) -> dict[str, Any]:
+        """POST ``body`` (with the derivation path, if any) and return the JSON object the
+        service answered; SignerUnavailable for a timeout, a transport error, a status other
+        than 200 or a body that is not a JSON object (``what`` names the request)."""
+        if self._path is not None:
+            body["derivation_path"] = self._path
+        try:
             answer = self._session.post(self._url, json=body, timeout=self._timeout_s)
         except requests.Timeout:
             raise SignerUnavailable(f"remote signer: no answer within {self._timeout_s}s "
-                                    f"(nonce {tx.nonce})") from None
+                                    f"({what})") from None
         except requests.RequestException as exc:
             raise SignerUnavailable(f"remote signer unreachable: {type(exc).__name__}") from None
         if answer.status_code != 200:
             raise SignerUnavailable(f"remote signer answered HTTP {answer.status_code}")
         try:
-            body = answer.json()
-            signed = SignedTx(str(body["raw_tx"]).lower(), str(body["tx_hash"]).lower())
-        except (ValueError, KeyError, TypeError):
-            raise SignerUnavailable("remote signer answered without raw_tx and tx_hash") from None
-        check_signed(tx, signed, self._address)
-        return signed
+            decoded = answer.json()
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            raise SignerUnavailable(f"remote signer answered a body that is not a JSON object "
+                                    f"({what})")
+        return decoded
 
 
 def request_body(sender: str, tx: UnsignedTx) -> dict[str, Any]:
@@ -280,6 +349,30 @@ def check_signed(tx: UnsignedTx, signed: SignedTx, sender: str) -> None:
         raise SignerAnswerInvalid(f"remote signer signed as {recovered}, not {sender}")
     if "0x" + keccak(raw).hex() != signed.tx_hash:
         raise SignerAnswerInvalid("remote signer's tx_hash is not the hash of its raw_tx")
+
+
+def recover_message_signer(text: str, signature: str) -> str:
+    """The address (lower-case) whose key made ``signature`` over ``text`` (EIP-191
+    personal_sign, UTF-8). ValueError, with a one-line reason, for a signature that is not 0x
+    and 130 hex digits, whose v is not 27 or 28, whose r or s is out of range, or whose s is in
+    the upper half of the curve order (not canonical)."""
+    if not _SIGNATURE_HEX.match(signature):
+        raise ValueError(f"a signature is 0x and {2 * MESSAGE_SIGNATURE_BYTES} hex digits, "
+                         f"not {len(signature)} characters")
+    raw = bytes.fromhex(signature[2:])
+    r, s, v = int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:64], "big"), raw[64]
+    if v not in (27, 28):
+        raise ValueError(f"the signature's v is {v}, not 27 or 28")
+    if not 0 < r < SECPK1_N:
+        raise ValueError("the signature's r is out of range")
+    if not 0 < s <= SECPK1_N // 2:
+        raise ValueError("the signature's s is out of range or not canonical (high s)")
+    try:
+        recovered = Account.recover_message(encode_defunct(text=text), signature=raw)
+    except Exception as exc:  # noqa: BLE001 - any failure means "no key made this"
+        raise ValueError(f"no public key recovers from the signature "
+                         f"({type(exc).__name__})") from None
+    return str(recovered).lower()
 
 
 def signer_for(hot: HotWalletConfig, *, environ: Mapping[str, str] | None = None) -> Signer:
