@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import metrics, problems
 from api.ratelimit import RateLimits
-from api.routes import admin, deposits, system, users, withdrawals
+from api.routes import admin, deposits, reserves, system, users, withdrawals
 from api.routes.deps import ApiContext, utc_now
 from config.chains import ChainsConfig
 from config.logging import correlation_id
@@ -156,7 +156,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     # Middleware added last runs first: the request id, then the hot balances read.
     app.add_middleware(users.BalancesFastPath, ctx=app.state.ctx)
     app.add_middleware(RequestIdMiddleware)
-    for module in (system, users, deposits, withdrawals, admin):
+    for module in (system, users, deposits, withdrawals, reserves, admin):
         app.include_router(module.router)
     return app
 

@@ -250,6 +250,10 @@ from api.cli_seal import seal_app  # noqa: E402
 
 app.add_typer(seal_app, name="seal")  # seal export/run/verify
 
+from api.cli_reserves import reserves_app  # noqa: E402
+
+app.add_typer(reserves_app, name="reserves")  # reserves report/show/list/proof/verify/...
+
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""

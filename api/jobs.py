@@ -99,6 +99,8 @@ class Intervals:
     aging_s: float = 300.0
     #: Custody against the chain reads every address we control at the final block: less often.
     custody_s: float = 600.0
+    #: A proof-of-reserves report stores a leaf per user (a million users: a million rows).
+    reserves_s: float = 86_400.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
@@ -338,6 +340,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
     ]
     if chains is not None:
         jobs += _chain_jobs(engine, chains, wcfg, iv, environ, scfg)
+        jobs.append(Job("reserves.report", iv.reserves_s,
+                        partial(reserves_report, engine, chains, wcfg, environ)))
     if wcfg is not None:
         jobs.append(Job("withdrawals.open_items", iv.open_items_s,
                         lambda now: open_items(engine, wcfg, now)))
@@ -474,6 +478,24 @@ def custody_check(engine: Engine, chains: ChainsConfig, name: str,
         recorded = record_and_alert(uow, f"reconcile.custody:{name}", check.findings, now)
         uow.commit()
     return check, recorded
+
+
+def reserves_report(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | None,
+                    environ: dict[str, str] | None, now: datetime) -> tuple[int | None, Recorded]:
+    """A proof-of-reserves report taken now over every chain (``reserves.service``), signed by
+    the engine's signers, its findings recorded as cases under ``reserves.report`` (holdings
+    below liabilities, an unexplained difference, a negative balance). Returns the report id
+    (None: refused) and what was recorded."""
+    from api.cases import record_and_alert
+    from reserves import service as reserves
+    from reserves.signers import EngineSigners
+
+    taken = reserves.take_report(engine, chains, now=now, taken_by="reserves.report",
+                                 signer_of=EngineSigners(chains, wcfg, environ=environ))
+    with UnitOfWork(engine) as uow:
+        recorded = record_and_alert(uow, "reserves.report", taken.findings, now)
+        uow.commit()
+    return taken.report_id, recorded
 
 
 def provider_recheck(engine: Engine, now: datetime) -> Recorded:

@@ -7,7 +7,8 @@ Two kinds, one exposition (``render``, the official text format of ``prometheus_
   asset, deposits waiting on finality per chain, the watcher's lag behind each node's head
   (blocks, seconds) and whether the node answers on the configured chain id, the outbox, the
   jobs' newest runs and successes, open reconciliation cases, the ledger drift found by the
-  newest reconciliation, and ``custody_build_info``.
+  newest reconciliation, the newest proof-of-reserves report (ratio per asset, holdings below
+  liabilities, age), and ``custody_build_info``.
 - **HTTP**, counted by ``api.app.RequestIdMiddleware`` as requests end:
   ``custody_http_requests_total{route,method,status}`` and the
   ``custody_http_request_duration_seconds`` histogram, labelled by the route *template*
@@ -396,6 +397,32 @@ def case_families(uow: UnitOfWork) -> list[Metric]:
                                                        for t, n in open_by_type.items()))]
 
 
+def reserve_families(uow: UnitOfWork, now: datetime) -> list[Metric]:
+    """The newest proof-of-reserves report: its reserve ratio per asset (absent for an asset
+    nothing is owed in), the holdings below liabilities flag, and its age (absent before the
+    first report)."""
+    from reserves import service as reserves
+
+    newest = reserves.history(uow, limit=1)
+    if not newest:
+        return []
+    report = newest[0]
+    age = (now - datetime.fromisoformat(report["taken_at"])).total_seconds()
+    assets = report["assets"]
+    return [
+        _gauge("custody_reserves_ratio", "On-chain holdings over customer liabilities per "
+               "asset in the newest proof-of-reserves report (below 1: customers not covered).",
+               ["asset"], [((a["asset"],), float(a["ratio"])) for a in assets
+                           if a["ratio"] is not None]),
+        _gauge("custody_reserves_below_liabilities", "1 when the newest report's holdings of "
+               "the asset are below its customer liabilities (exact, not through the ratio).",
+               ["asset"], [((a["asset"],), 1.0 if int(a["on_chain"]) < int(a["liabilities"])
+                            else 0.0) for a in assets]),
+        _gauge("custody_reserves_report_age_seconds", "Seconds since the newest "
+               "proof-of-reserves report was taken.", [], [((), max(age, 0.0))]),
+    ]
+
+
 # --- the exposition --------------------------------------------------------------------------
 
 
@@ -427,7 +454,7 @@ def state_families(chains: ChainsConfig, wcfg: WithdrawalsConfig | None, uow: Un
     """Every state family, read now."""
     return [build_info(), *case_families(uow), *withdrawal_families(chains, wcfg, uow, now),
             *deposit_families(chains, uow, now), *chain_families(chains, uow, probes),
-            *outbox_families(uow, now), *job_families(uow)]
+            *outbox_families(uow, now), *job_families(uow), *reserve_families(uow, now)]
 
 
 def render(chains: ChainsConfig, wcfg: WithdrawalsConfig | None, uow: UnitOfWork,

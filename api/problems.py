@@ -24,6 +24,7 @@ from config.uow import sqlstate
 from deposits import errors as de
 from ledger import errors as le
 from reconcile import errors as rce
+from reserves import errors as rse
 from sweeps import errors as se
 from withdrawals import errors as we
 
@@ -153,6 +154,11 @@ STATUS: dict[type[CustodyError], int] = {
     rce.ReconcileError: 409,
     rce.CaseNotFound: 404,
     rce.CaseResolutionInvalid: 422,
+    rse.ReservesError: 409,
+    rse.ReportNotFound: 404,
+    rse.ProofNotFound: 404,
+    rse.SignatureRefused: 422,
+    rse.BlockNotFinal: 422,
 }
 
 

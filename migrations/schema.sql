@@ -2342,7 +2342,7 @@ CREATE TABLE public.cases (
     CONSTRAINT cases_seen_count_check CHECK ((seen_count >= 1)),
     CONSTRAINT cases_status_check CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text]))),
     CONSTRAINT cases_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 300))),
-    CONSTRAINT cases_type_check CHECK ((type = ANY (ARRAY['balance_drift'::text, 'balance_missing'::text, 'flag_violated'::text, 'trial_balance'::text, 'custody_mismatch'::text, 'transaction_unbalanced'::text, 'transaction_empty'::text, 'posting_over_reversed'::text, 'posting_over_closed'::text, 'checkpoint_digest'::text, 'posting_asset_mismatch'::text, 'posting_orphan'::text, 'seal_range'::text, 'seal_chain_broken'::text, 'seal_hash_mismatch'::text, 'seal_root_mismatch'::text, 'seal_counts'::text, 'seal_diagnosis_unavailable'::text, 'seal_transaction_changed'::text, 'seal_transaction_missing'::text, 'seal_transaction_inserted'::text, 'seal_transactions_reordered'::text, 'checkpoint_seal_link'::text, 'ledger_finding'::text, 'deposit_transaction_missing'::text, 'deposit_transaction_extra'::text, 'deposit_history_missing'::text, 'reserve_overdue'::text, 'withdrawal_unknown_aged'::text, 'withdrawal_held_aged'::text, 'deposit_review_aged'::text, 'custody_chain_mismatch'::text, 'provider_amount_mismatch'::text, 'provider_missing_in_ledger'::text, 'provider_missing_at_provider'::text, 'deep_reorg'::text, 'unattributed_own_address'::text, 'settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text])))
+    CONSTRAINT cases_type_check CHECK ((type = ANY (ARRAY['balance_drift'::text, 'balance_missing'::text, 'flag_violated'::text, 'trial_balance'::text, 'custody_mismatch'::text, 'transaction_unbalanced'::text, 'transaction_empty'::text, 'posting_over_reversed'::text, 'posting_over_closed'::text, 'checkpoint_digest'::text, 'posting_asset_mismatch'::text, 'posting_orphan'::text, 'seal_range'::text, 'seal_chain_broken'::text, 'seal_hash_mismatch'::text, 'seal_root_mismatch'::text, 'seal_counts'::text, 'seal_diagnosis_unavailable'::text, 'seal_transaction_changed'::text, 'seal_transaction_missing'::text, 'seal_transaction_inserted'::text, 'seal_transactions_reordered'::text, 'checkpoint_seal_link'::text, 'ledger_finding'::text, 'deposit_transaction_missing'::text, 'deposit_transaction_extra'::text, 'deposit_history_missing'::text, 'reserve_overdue'::text, 'withdrawal_unknown_aged'::text, 'withdrawal_held_aged'::text, 'deposit_review_aged'::text, 'custody_chain_mismatch'::text, 'provider_amount_mismatch'::text, 'provider_missing_in_ledger'::text, 'provider_missing_at_provider'::text, 'deep_reorg'::text, 'unattributed_own_address'::text, 'settlement_mismatch'::text, 'ledger_refused'::text, 'invariant_broken'::text, 'reserves_negative_balance'::text, 'reserves_shortfall'::text, 'reserves_difference_unexplained'::text])))
 );
 
 
@@ -3838,6 +3838,163 @@ ALTER SEQUENCE public.refill_requests_id_seq OWNED BY public.refill_requests.id;
 
 
 --
+-- Name: reserve_leaves; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.reserve_leaves (
+    report_id bigint NOT NULL,
+    "position" integer NOT NULL,
+    user_id text NOT NULL,
+    salt bytea NOT NULL,
+    balances numeric[] NOT NULL,
+    hash bytea NOT NULL,
+    CONSTRAINT reserve_leaves_hash_check CHECK ((length(hash) = 32)),
+    CONSTRAINT reserve_leaves_position_check CHECK (("position" >= 0)),
+    CONSTRAINT reserve_leaves_salt_check CHECK ((length(salt) = 32))
+);
+
+
+ALTER TABLE public.reserve_leaves OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE reserve_leaves; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.reserve_leaves IS 'The liabilities tree''s leaves of a report, in tree order (sorted by hash): the user, the salt (secret: given only in that user''s proof), the posted balance per asset in the report''s asset order (minor units), and the leaf hash. Append-only.';
+
+
+--
+-- Name: reserve_nodes; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.reserve_nodes (
+    report_id bigint NOT NULL,
+    level smallint NOT NULL,
+    "position" integer NOT NULL,
+    hash bytea NOT NULL,
+    sums numeric[] NOT NULL,
+    CONSTRAINT reserve_nodes_hash_check CHECK ((length(hash) = 32)),
+    CONSTRAINT reserve_nodes_level_check CHECK (((level >= 0) AND (level <= 40))),
+    CONSTRAINT reserve_nodes_position_check CHECK (("position" >= 0))
+);
+
+
+ALTER TABLE public.reserve_nodes OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE reserve_nodes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.reserve_nodes IS 'The liabilities tree''s nodes of a report from reserves.merkle.CHUNK_LEVEL up to the root (the whole tree when it is shallower): a proof reads its chunk''s leaves and these. Append-only.';
+
+
+--
+-- Name: reserve_report_addresses; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.reserve_report_addresses (
+    report_id bigint NOT NULL,
+    chain text NOT NULL,
+    address text NOT NULL,
+    kind text NOT NULL,
+    holdings jsonb NOT NULL,
+    signer text NOT NULL,
+    CONSTRAINT reserve_report_addresses_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT reserve_report_addresses_holdings_check CHECK ((jsonb_typeof(holdings) = 'array'::text)),
+    CONSTRAINT reserve_report_addresses_kind_check CHECK ((kind = ANY (ARRAY['hot'::text, 'cold'::text, 'deposit'::text]))),
+    CONSTRAINT reserve_report_addresses_signer_check CHECK ((signer = ANY (ARRAY['engine'::text, 'external'::text])))
+);
+
+
+ALTER TABLE public.reserve_report_addresses OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE reserve_report_addresses; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.reserve_report_addresses IS 'Each of our addresses a report lists: its kind, what it held at the report''s block of its chain (holdings: asset, token, decimals, balance in the token''s units) and whether the engine signs for it (engine) or its key is elsewhere (external: its signature is imported). Append-only.';
+
+
+--
+-- Name: reserve_reports; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.reserve_reports (
+    id bigint NOT NULL,
+    taken_at timestamp with time zone NOT NULL,
+    through_posting_id bigint NOT NULL,
+    known_at timestamp with time zone NOT NULL,
+    root_hash text NOT NULL,
+    depth smallint NOT NULL,
+    users_count bigint NOT NULL,
+    taken_by text NOT NULL,
+    document jsonb NOT NULL,
+    CONSTRAINT reserve_reports_depth_check CHECK (((depth >= 0) AND (depth <= 40))),
+    CONSTRAINT reserve_reports_document_check CHECK ((jsonb_typeof(document) = 'object'::text)),
+    CONSTRAINT reserve_reports_root_hash_check CHECK ((root_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT reserve_reports_taken_by_check CHECK (((length(taken_by) >= 1) AND (length(taken_by) <= 200))),
+    CONSTRAINT reserve_reports_users_count_check CHECK ((users_count >= 0))
+);
+
+
+ALTER TABLE public.reserve_reports OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE reserve_reports; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.reserve_reports IS 'A proof-of-reserves report: the ledger point (every posting with id <= through_posting_id, which is every transaction committed before known_at), the liabilities tree''s root and shape, and the published document (format custody-por-report/1: chains and their blocks, liabilities, the figures per asset; the addresses are in reserve_report_addresses). Append-only.';
+
+
+--
+-- Name: reserve_reports_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.reserve_reports_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.reserve_reports_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: reserve_reports_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.reserve_reports_id_seq OWNED BY public.reserve_reports.id;
+
+
+--
+-- Name: reserve_signatures; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.reserve_signatures (
+    report_id bigint NOT NULL,
+    chain text NOT NULL,
+    address text NOT NULL,
+    signature text NOT NULL,
+    source text NOT NULL,
+    recorded_by text NOT NULL,
+    recorded_at timestamp with time zone NOT NULL,
+    CONSTRAINT reserve_signatures_recorded_by_check CHECK (((length(recorded_by) >= 1) AND (length(recorded_by) <= 200))),
+    CONSTRAINT reserve_signatures_signature_check CHECK ((signature ~ '^0x[0-9a-f]{130}$'::text)),
+    CONSTRAINT reserve_signatures_source_check CHECK ((source = ANY (ARRAY['engine'::text, 'imported'::text])))
+);
+
+
+ALTER TABLE public.reserve_signatures OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE reserve_signatures; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.reserve_signatures IS 'The EIP-191 signature of an address over its ownership message for a report (reserves.ownership.ownership_message), checked to recover to the address before it is stored: signed by the engine when the report was taken, or imported for an external signer. One per address and report. Append-only.';
+
+
+--
 -- Name: schema_definitions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4710,6 +4867,13 @@ ALTER TABLE ONLY public.refill_requests ALTER COLUMN id SET DEFAULT nextval('pub
 
 
 --
+-- Name: reserve_reports id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_reports ALTER COLUMN id SET DEFAULT nextval('public.reserve_reports_id_seq'::regclass);
+
+
+--
 -- Name: sweep_events id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5328,6 +5492,54 @@ ALTER TABLE ONLY public.refill_requests
 
 ALTER TABLE ONLY public.refill_requests
     ADD CONSTRAINT refill_requests_request_key_key UNIQUE (request_key);
+
+
+--
+-- Name: reserve_leaves reserve_leaves_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_leaves
+    ADD CONSTRAINT reserve_leaves_pkey PRIMARY KEY (report_id, "position");
+
+
+--
+-- Name: reserve_leaves reserve_leaves_report_id_user_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_leaves
+    ADD CONSTRAINT reserve_leaves_report_id_user_id_key UNIQUE (report_id, user_id);
+
+
+--
+-- Name: reserve_nodes reserve_nodes_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_nodes
+    ADD CONSTRAINT reserve_nodes_pkey PRIMARY KEY (report_id, level, "position");
+
+
+--
+-- Name: reserve_report_addresses reserve_report_addresses_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_report_addresses
+    ADD CONSTRAINT reserve_report_addresses_pkey PRIMARY KEY (report_id, chain, address);
+
+
+--
+-- Name: reserve_reports reserve_reports_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_reports
+    ADD CONSTRAINT reserve_reports_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: reserve_signatures reserve_signatures_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_signatures
+    ADD CONSTRAINT reserve_signatures_pkey PRIMARY KEY (report_id, chain, address);
 
 
 --
@@ -6328,6 +6540,76 @@ CREATE TRIGGER provider_statements_no_truncate BEFORE TRUNCATE ON public.provide
 
 
 --
+-- Name: reserve_leaves reserve_leaves_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_leaves_append_only BEFORE DELETE OR UPDATE ON public.reserve_leaves FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_leaves reserve_leaves_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_leaves_no_truncate BEFORE TRUNCATE ON public.reserve_leaves FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_nodes reserve_nodes_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_nodes_append_only BEFORE DELETE OR UPDATE ON public.reserve_nodes FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_nodes reserve_nodes_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_nodes_no_truncate BEFORE TRUNCATE ON public.reserve_nodes FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_report_addresses reserve_report_addresses_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_report_addresses_append_only BEFORE DELETE OR UPDATE ON public.reserve_report_addresses FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_report_addresses reserve_report_addresses_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_report_addresses_no_truncate BEFORE TRUNCATE ON public.reserve_report_addresses FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_reports reserve_reports_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_reports_append_only BEFORE DELETE OR UPDATE ON public.reserve_reports FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_reports reserve_reports_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_reports_no_truncate BEFORE TRUNCATE ON public.reserve_reports FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_signatures reserve_signatures_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_signatures_append_only BEFORE DELETE OR UPDATE ON public.reserve_signatures FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: reserve_signatures reserve_signatures_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER reserve_signatures_no_truncate BEFORE TRUNCATE ON public.reserve_signatures FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: sweep_events sweep_events_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6819,6 +7101,38 @@ ALTER TABLE ONLY public.outgoing_attempts
 
 ALTER TABLE ONLY public.provider_statement_records
     ADD CONSTRAINT provider_statement_records_statement_id_provider_fkey FOREIGN KEY (statement_id, provider) REFERENCES public.provider_statements(id, provider);
+
+
+--
+-- Name: reserve_leaves reserve_leaves_report_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_leaves
+    ADD CONSTRAINT reserve_leaves_report_id_fkey FOREIGN KEY (report_id) REFERENCES public.reserve_reports(id);
+
+
+--
+-- Name: reserve_nodes reserve_nodes_report_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_nodes
+    ADD CONSTRAINT reserve_nodes_report_id_fkey FOREIGN KEY (report_id) REFERENCES public.reserve_reports(id);
+
+
+--
+-- Name: reserve_report_addresses reserve_report_addresses_report_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_report_addresses
+    ADD CONSTRAINT reserve_report_addresses_report_id_fkey FOREIGN KEY (report_id) REFERENCES public.reserve_reports(id);
+
+
+--
+-- Name: reserve_signatures reserve_signatures_report_id_chain_address_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.reserve_signatures
+    ADD CONSTRAINT reserve_signatures_report_id_chain_address_fkey FOREIGN KEY (report_id, chain, address) REFERENCES public.reserve_report_addresses(report_id, chain, address);
 
 
 --
@@ -7559,6 +7873,48 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.refill_requests TO custody_app;
 --
 
 GRANT USAGE ON SEQUENCE public.refill_requests_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE reserve_leaves; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.reserve_leaves TO custody_app;
+
+
+--
+-- Name: TABLE reserve_nodes; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.reserve_nodes TO custody_app;
+
+
+--
+-- Name: TABLE reserve_report_addresses; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.reserve_report_addresses TO custody_app;
+
+
+--
+-- Name: TABLE reserve_reports; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.reserve_reports TO custody_app;
+
+
+--
+-- Name: SEQUENCE reserve_reports_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.reserve_reports_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE reserve_signatures; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.reserve_signatures TO custody_app;
 
 
 --

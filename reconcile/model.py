@@ -65,6 +65,15 @@ class CaseType(StrEnum):
     SETTLEMENT_MISMATCH = "settlement_mismatch"
     LEDGER_REFUSED = "ledger_refused"
     INVARIANT_BROKEN = "invariant_broken"
+    # Proof of reserves (reserves.service).
+    #: A user's posted balance below zero: the tree's builder refuses it (it would hide
+    #: liabilities) and no report is published.
+    RESERVES_NEGATIVE_BALANCE = "reserves_negative_balance"
+    #: An asset whose on-chain holdings are below the customer liabilities.
+    RESERVES_SHORTFALL = "reserves_shortfall"
+    #: An asset whose chain figure differs from the ledger's with no movement in flight that
+    #: explains it.
+    RESERVES_DIFFERENCE_UNEXPLAINED = "reserves_difference_unexplained"
 
 
 class CaseStatus(StrEnum):

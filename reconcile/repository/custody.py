@@ -97,7 +97,13 @@ def read_custody_side(engine: Engine, chain: ChainConfig, lines: list[Line]) -> 
     snapshot."""
     with UnitOfWork(engine) as uow:
         uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-        side = ledger_side_in(uow, chain, lines)
-        movements = movements_in_flight(uow.conn, chain)
-        tip = watcher_block(uow.conn, chain.name)
+        return custody_side_in(uow, chain, lines)
+
+
+def custody_side_in(uow: UnitOfWork, chain: ChainConfig, lines: list[Line]) -> CustodySide:
+    """``read_custody_side`` inside the caller's unit of work and its snapshot (proof of
+    reserves reads every chain in the snapshot of its ledger point)."""
+    side = ledger_side_in(uow, chain, lines)
+    movements = movements_in_flight(uow.conn, chain)
+    tip = watcher_block(uow.conn, chain.name)
     return CustodySide(side, tuple(movements), tip)
