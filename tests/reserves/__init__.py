@@ -1,0 +1,1 @@
+"""Tests of the proof of reserves (the reserves package)."""
