@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ANVIL_STAMP := .tools/node_modules/.bin/anvil
 
-.PHONY: demo test test-fast lint bench install anvil clean schema
+.PHONY: demo test test-fast lint bench install anvil browser clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,14 +23,28 @@ $(ANVIL_STAMP):
 
 anvil: $(ANVIL_STAMP)
 
+# Chromium for the browser test of the HTML report (tests/reserves/test_html.py, through
+# Playwright): a chromium already on PATH is used as is, otherwise Debian's is installed with
+# apt-get (as root, or through sudo without a password). `playwright install` is not used: its
+# download is not reachable from every machine.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; \
+	  else echo "make browser: chromium is not on PATH and installing it needs root" >&2; exit 1; fi; \
+	  command -v apt-get >/dev/null 2>&1 || { echo "make browser: chromium is not on PATH and apt-get is missing: install Chromium (a binary named chromium on PATH)" >&2; exit 1; }; \
+	  echo "make browser: installing Debian's chromium with apt-get" >&2; \
+	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium; } >/dev/null || \
+	    { echo "make browser: apt-get could not install chromium (see above); the HTML report's test needs it" >&2; exit 1; }; \
+	  command -v chromium >/dev/null 2>&1 || { echo "make browser: chromium installed but not on PATH" >&2; exit 1; }; }
+
 demo: install anvil
 	$(BIN)/custody demo
 
 # Lint first: a broken architecture contract or type error fails `make test` (and so CI) early.
-test: lint anvil
+test: lint anvil browser
 	$(BIN)/pytest -n 2 --dist loadgroup -q
 
-test-fast: install
+test-fast: install browser
 	$(BIN)/pytest -q -m "not slow"
 
 # ruff, strict mypy, and the import contracts of pyproject.toml's [tool.importlinter].
