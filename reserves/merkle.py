@@ -151,8 +151,9 @@ def parent(left: Node, right: Node, where: str = "a node") -> Node:
 
 
 def depth_for(n: int) -> int:
-    """The smallest ``d >= 0`` with ``2**d >= n``."""
-    return max(0, (n - 1).bit_length())
+    """The smallest ``d >= 0`` with ``2**d >= n`` (0 for no leaves: the root is then the
+    padding leaf 0)."""
+    return (n - 1).bit_length() if n > 1 else 0
 
 
 @dataclass(frozen=True)
