@@ -51,10 +51,11 @@ CHUNK_LEVEL = 8
 DEPTH_MAX = 40
 ASSETS_MAX = 255
 
-_ASSET_CODE = re.compile(r"^[A-Z0-9][A-Z0-9._-]{0,31}$")
-_USER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-_DECIMAL = re.compile(r"^(0|[1-9][0-9]{0,99})$")
-_HEX32 = re.compile(r"^[0-9a-f]{64}$")
+# Matched whole (``fullmatch``): ``$`` alone would also accept a trailing newline.
+_ASSET_CODE = re.compile(r"[A-Z0-9][A-Z0-9._-]{0,31}")
+_USER_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,99}")
+_HEX32 = re.compile(r"[0-9a-f]{64}")
 
 
 class ProofInvalid(ValueError):
@@ -87,7 +88,7 @@ class Leaf:
 def asset_order(codes: Sequence[str]) -> tuple[str, ...]:
     """The tree's asset order: the codes sorted by their ASCII bytes, each once."""
     for code in codes:
-        if not _ASSET_CODE.match(code):
+        if not _ASSET_CODE.fullmatch(code):
             raise ProofInvalid("malformed", f"asset code {code!r} is not a ledger asset code")
     ordered = tuple(sorted(set(codes), key=lambda c: c.encode("ascii")))
     if len(ordered) > ASSETS_MAX:
@@ -112,7 +113,7 @@ def leaf_hash(leaf: Leaf, assets: Sequence[str]) -> bytes:
     salt that is not 32 bytes, or a user id or asset list that does not fit the encoding."""
     if len(leaf.salt) != SALT_BYTES:
         raise ProofInvalid("malformed", f"the salt of {leaf.user_id!r} is not 32 bytes")
-    if not _USER_ID.match(leaf.user_id):
+    if not _USER_ID.fullmatch(leaf.user_id):
         raise ProofInvalid("malformed", f"user id {leaf.user_id!r} is not a user id")
     if len(leaf.balances) != len(assets):
         raise ProofInvalid("malformed", f"{len(leaf.balances)} balances for {len(assets)} assets")
@@ -150,8 +151,9 @@ def parent(left: Node, right: Node, where: str = "a node") -> Node:
 
 
 def depth_for(n: int) -> int:
-    """The smallest ``d >= 0`` with ``2**d >= n``."""
-    return max(0, (n - 1).bit_length())
+    """The smallest ``d >= 0`` with ``2**d >= n`` (0 for no leaves: the root is then the
+    padding leaf 0)."""
+    return (n - 1).bit_length() if n > 1 else 0
 
 
 @dataclass(frozen=True)
@@ -282,9 +284,9 @@ class Verified:
 
 
 def _decimal(text: Any, where: str) -> int:
-    if isinstance(text, str) and text.startswith("-") and _DECIMAL.match(text[1:]):
+    if isinstance(text, str) and text.startswith("-") and _DECIMAL.fullmatch(text[1:]):
         raise ProofInvalid("negative_value", f"{where} is negative ({text})")
-    if not isinstance(text, str) or not _DECIMAL.match(text):
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text):
         raise ProofInvalid("malformed", f"{where} is not a decimal string: {text!r}")
     value = int(text)
     if value >= VALUE_LIMIT:
@@ -293,7 +295,7 @@ def _decimal(text: Any, where: str) -> int:
 
 
 def _hex32(text: Any, where: str) -> bytes:
-    if not isinstance(text, str) or not _HEX32.match(text):
+    if not isinstance(text, str) or not _HEX32.fullmatch(text):
         raise ProofInvalid("malformed", f"{where} is not 64 lower-case hex digits")
     return bytes.fromhex(text)
 
