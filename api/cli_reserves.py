@@ -90,11 +90,10 @@ def _print_report(doc: dict[str, Any]) -> None:
 
 
 def _html(path: Path, doc: dict[str, Any]) -> None:
-    from reserves.html import render_report
-
     from config.database import get_engine
     from config.uow import UnitOfWork
     from reserves import service
+    from reserves.html import render_report
 
     with UnitOfWork(get_engine()) as uow:
         past = service.history(uow, limit=500, before_id=int(doc["id"]) + 1)
@@ -239,11 +238,20 @@ def verify(
 ) -> None:
     """Check an inclusion proof against a published root, offline (no database, no network).
     Exit 0 and the leaf's balances when it holds; exit 1 and one line ``invalid [reason]``
-    when it does not."""
+    when it does not (a file that is not JSON included); exit 2 when the file cannot be
+    read."""
     from reserves.merkle import ProofInvalid
     from reserves.merkle import verify as verify_proof
 
-    doc = _read_json(proof_file)
+    try:
+        doc = json.loads(proof_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail("file_unreadable", f"{proof_file}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        # As docs/verify_proof.py: a file that is not JSON is not a proof.
+        err_console.print(f"invalid [malformed]: {proof_file} is not JSON: {exc}",
+                          highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     try:
         verified = verify_proof(doc, root)
     except ProofInvalid as exc:
@@ -268,8 +276,8 @@ def verify_ownership(
                                                 metavar="REPORT.json")],
 ) -> None:
     """Recover the signer of every address's signature in a report, offline. Exit 0 when every
-    address is signed by itself over the report's message; 1 otherwise (each address's
-    verdict in the table)."""
+    address that holds funds is signed by itself over the report's message and no signature
+    is wrong; 1 otherwise (each address's verdict in the table)."""
     from reserves.ownership import OwnershipError, check_report
 
     doc = _read_json(report_file)
@@ -283,7 +291,11 @@ def verify_ownership(
     for c in checks:
         table.add_row(c.chain, c.address, c.kind, c.signer, c.verdict, c.detail or "")
     console.print(table)
-    if any(c.verdict != "ok" for c in checks):
+    holding = {(a.get("chain"), a.get("address")) for a in doc.get("addresses", [])
+               if any(str(h.get("balance", "0")) != "0" for h in a.get("holdings", []))}
+    if any(c.verdict not in ("ok", "unsigned") or (c.verdict == "unsigned" and
+                                                   (c.chain, c.address) in holding)
+           for c in checks):
         raise typer.Exit(1)
 
 

@@ -28,7 +28,8 @@ def friendly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except CustodyError as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False)
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False,
+                              soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]

@@ -18,20 +18,21 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+import typer
+from click.testing import CliRunner
 from sqlalchemy.engine import Engine
-from typer.testing import CliRunner
 
 from api.cases import record_check
 from api.cli import app
 from config.chains import ChainsConfig, parse_chains_config
 from config.uow import UnitOfWork
 from ledger import service as ledger
-from ledger.model import Entry
+from ledger.model import Entry, credit, debit
 from reconcile.model import CaseType
 from reserves import merkle, service
 from reserves.errors import ReportNotFound
 from tests.reconcile.conftest import alerts, all_cases
-from tests.withdrawals.conftest import CHAIN, credit, debit, fund, open_book
+from tests.withdrawals.conftest import CHAIN, fund, open_book
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -202,6 +203,7 @@ def test_a_1000_user_report_every_proof_and_three_verifiers_agree(
     assert doc["liabilities"]["depth"] == 10 > merkle.CHUNK_LEVEL  # Chunks and upper nodes.
     standalone = _standalone()
     runner = CliRunner()
+    cli = typer.main.get_command(app)  # Built once: typer builds it again on every invoke.
     path = tmp_path / "proof.json"
     totals = None
     for user, proof in zip(users, proofs, strict=True):
@@ -215,7 +217,7 @@ def test_a_1000_user_report_every_proof_and_three_verifiers_agree(
         totals = totals or ours.totals
         assert ours.totals == totals
         path.write_text(json.dumps(proof))
-        result = runner.invoke(app, ["reserves", "verify", str(path), root])
+        result = runner.invoke(cli, ["reserves", "verify", str(path), root])
         assert result.exit_code == 0 and f"valid: user {user}" in result.output
     assert totals == {"ETH": sum((i % 7) * 10**15 for i in range(1000)),
                       "USDC": sum(1_000 + i for i in range(1000))}
@@ -227,7 +229,7 @@ def test_a_1000_user_report_every_proof_and_three_verifiers_agree(
                 standalone.verify(bad, root)
             assert ours_error.value.reason == theirs_error.value.reason
             path.write_text(json.dumps(bad))
-            result = runner.invoke(app, ["reserves", "verify", str(path), root])
+            result = runner.invoke(cli, ["reserves", "verify", str(path), root])
             assert result.exit_code == 1
             assert result.output.startswith(f"invalid [{ours_error.value.reason}]: ")
             assert result.output.count("\n") == 1
