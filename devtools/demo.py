@@ -18,6 +18,7 @@ second run works like the first.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -26,6 +27,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from ledger.model import format_amount
 
 DEMO_DATABASE = "custody_demo"
 CONFIRMATIONS = 6
@@ -129,8 +132,11 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     started.append(receiver.stop)
     receiver.secret = set_endpoint(engine, "demo", receiver.url).secret
 
+    # Every job at once, but the proof-of-reserves report: the story takes one when the money
+    # has settled (a report stores a leaf per user and signs every address holding funds).
+    intervals = dataclasses.replace(Intervals.uniform(0.25), reserves_s=3600.0)
     scheduler = Scheduler(engine, build_jobs(engine, chains, wcfg, scfg=scfg,
-                                             intervals=Intervals.uniform(0.25)))
+                                             intervals=intervals))
     app = create_app(engine, chains, wcfg, lifespans=[scheduler.lifespan()],
                      sweeps_config=scfg)
     server = ServerThread(app, port=_port(port))
@@ -159,6 +165,7 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
         receiver.wait_for(lambda r: "withdrawal.settled" in r.types(), timeout_s=15)
 
     _report(console, story, receiver)
+    _reserves(console, engine, chains, wcfg, story)
     console.rule("the API keeps running")
     console.print(f"API:          {server.url}", highlight=False)
     console.print(f"docs:         {server.url}/docs", highlight=False)
@@ -170,6 +177,45 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     while not stop.wait(0.5):
         pass
     console.print("stopping ...")
+
+
+def _reserves(console: Console, engine: Any, chains: Any, wcfg: Any, story: Any) -> None:
+    """A proof-of-reserves report of the settled demo (``api.jobs.reserves_report``, what the
+    job runs), its figures, the HTML page, and alice's proof checked offline."""
+    from datetime import UTC, datetime
+
+    from api.jobs import reserves_report
+    from config.uow import UnitOfWork
+    from reserves import merkle, service
+    from reserves.html import render_report
+
+    report_id, _ = reserves_report(engine, chains, wcfg, None, datetime.now(UTC))
+    if report_id is None:
+        console.print("[red]the proof-of-reserves report was refused (see the cases)[/]")
+        return
+    with UnitOfWork(engine) as uow:
+        doc = service.report_document(uow, report_id)
+        history = service.history(uow, limit=100)
+        proof = service.user_proof(uow, story.users["alice"], report_id)
+    root = doc["liabilities"]["root"]
+    table = Table(title=f"proof of reserves, report {report_id}: liabilities root {root}")
+    for column in ("asset", "liabilities", "on chain", "difference", "ratio"):
+        table.add_column(column, justify="left" if column == "asset" else "right",
+                         overflow="fold")
+    for a in doc["assets"]:
+        table.add_row(a["asset"], format_amount(int(a["liabilities"]), a["scale"]),
+                      format_amount(int(a["on_chain"]), a["scale"]),
+                      format_amount(int(a["difference"]), a["scale"]), a["ratio"] or "-")
+    console.print(table)
+    page = Path("var/demo/reserves.html")
+    page.write_text(render_report(doc, list(reversed(history))), encoding="utf-8")
+    signed = sum(1 for a in doc["addresses"] if a["signature"])
+    verified = merkle.verify(proof, root)
+    held = ", ".join(f"{format_amount(v, proof['scales'][a])} {a}"
+                     for a, v in verified.balances.items() if v)
+    console.print(f"{signed} of {len(doc['addresses'])} addresses signed the report; alice's "
+                  f"inclusion proof verifies ({held}); the report as a page: {page}",
+                  highlight=False, soft_wrap=True)
 
 
 def _report(console: Console, story: Any, receiver: Any) -> None:

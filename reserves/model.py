@@ -10,7 +10,7 @@ digits (rounding down never shows more cover than there is); None when nothing i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reserves.merkle import Leaf
@@ -105,18 +105,16 @@ class NegativeBalance:
     balance: int
 
 
-def leaves_of(balances: Iterable[tuple[str, str, int]], assets: Sequence[str],
-              salts: Mapping[str, bytes]) -> tuple[list[Leaf], list[NegativeBalance]]:
-    """The tree's leaves from ``(user_id, asset, posted balance)`` rows (``assets`` in tree
-    order, ``salts`` one per user): one leaf per user with every asset (0 where the user has
-    none), and every negative balance, which keeps its user out of the tree."""
-    position = {a: i for i, a in enumerate(assets)}
-    per_user: dict[str, list[int]] = {}
-    for user_id, asset, balance in balances:
-        row = per_user.setdefault(user_id, [0] * len(assets))
-        row[position[asset]] += balance
-    negative = [NegativeBalance(u, a, row[i]) for u, row in per_user.items()
-                for a, i in position.items() if row[i] < 0]
-    refused = {n.user_id for n in negative}
-    leaves = [Leaf(u, salts[u], tuple(row)) for u, row in per_user.items() if u not in refused]
+def leaves_of(balances: Iterable[tuple[str, tuple[int, ...]]], salts: bytes
+              ) -> tuple[list[Leaf], list[NegativeBalance]]:
+    """The tree's leaves from ``(user_id, balances)`` rows (balances in the tree's asset
+    order), the i-th user's salt the i-th 32 bytes of ``salts``; and every negative balance
+    (by the asset's position in the order: the caller names it), each of which stops the
+    report."""
+    leaves = []
+    negative = []
+    for i, (user_id, row) in enumerate(balances):
+        if min(row, default=0) < 0:
+            negative += [NegativeBalance(user_id, str(j), v) for j, v in enumerate(row) if v < 0]
+        leaves.append(Leaf(user_id, salts[32 * i:32 * i + 32], row))
     return leaves, negative

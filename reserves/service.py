@@ -23,6 +23,7 @@ Taking a report (:func:`take_report`), in the order that keeps every figure exac
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +53,7 @@ from reserves.errors import (
     ReportRefused,
     SignatureRefused,
 )
-from reserves.model import AssetReserves, chain_to_ledger, leaves_of
+from reserves.model import AssetReserves, NegativeBalance, chain_to_ledger, leaves_of
 from reserves.ownership import (
     REPORT_FORMAT,
     ChainPoint,
@@ -102,7 +103,9 @@ class _ChainRead:
 @dataclass(frozen=True)
 class _LedgerFigures:
     point: repo.LedgerPoint
-    balances: list[tuple[str, str, int]]
+    #: The tree's asset order (every ledger asset) and each user's balances in it.
+    assets: tuple[str, ...]
+    balances: list[tuple[str, tuple[int, ...]]]
     other: dict[str, int]
     custody: dict[str, int]
     treasury: dict[str, int]
@@ -121,8 +124,12 @@ def _read_ledger(engine: Engine, config: ChainsConfig, names: Sequence[str]) -> 
             reads.append(_ChainRead(chain, lines, custody_side_in(uow, chain, lines)))
             indexes[name] = repo.deposit_indexes(uow.conn, chain.family)
         custody, treasury = repo.custody_and_treasury(uow.conn)
-        return _LedgerFigures(point, repo.user_balances(uow.conn), repo.other_liabilities(uow.conn),
-                              custody, treasury, repo.asset_scales(uow.conn), reads, indexes)
+        known = repo.asset_scales(uow.conn)
+        order = merkle.asset_order(sorted(known))
+        balances = repo.user_balances(uow.conn, [known[a][0] for a in order])
+        return _LedgerFigures(point, order, balances, repo.other_liabilities(uow.conn),
+                              custody, treasury, {a: scale for a, (_, scale) in known.items()},
+                              reads, indexes)
 
 
 def _block_of(rpc: RpcClient, chain: ChainConfig, at_block: int | None) -> int:
@@ -170,10 +177,13 @@ def _assets(figures: _LedgerFigures, reads: Sequence[_ChainRead],
     explained: dict[str, bool] = {}
     for r in reads:
         assert r.holdings is not None
+        # Each holding converted on its own, then summed: what a reader recomputes from the
+        # report's address list (docs/proof-of-reserves.md, ``on_chain``).
+        for h in r.holdings.addresses:
+            scale = figures.scales.get(h.line.asset, h.line.scale)
+            on_chain[h.line.asset] = on_chain.get(h.line.asset, 0) + chain_to_ledger(
+                h.on_chain, h.line.decimals, scale)
         for a in r.holdings.assets:
-            scale = figures.scales.get(a.line.asset, a.line.scale)
-            on_chain[a.line.asset] = on_chain.get(a.line.asset, 0) + chain_to_ledger(
-                a.on_chain, a.line.decimals, scale)
             explained[a.line.asset] = explained.get(a.line.asset, True) and \
                 r.explained.get(a.line.asset, True)
     users = dict(zip(tree.assets, tree.root.sums, strict=True))
@@ -187,15 +197,34 @@ def _assets(figures: _LedgerFigures, reads: Sequence[_ChainRead],
         for code in merkle.asset_order(sorted(codes))]
 
 
-def _negative_findings(negative: Sequence[Any], point: repo.LedgerPoint) -> list[Finding]:
-    return [Finding(type=CaseType.RESERVES_NEGATIVE_BALANCE,
-                    subject=f"reserves:user:{n.user_id}:{n.asset}",
-                    refs={"user_id": n.user_id, "asset": n.asset}, expected=">= 0",
-                    observed=str(n.balance),
-                    evidence={"through_posting_id": str(point.through_posting_id),
-                              "why": "a negative leaf would hide liabilities: no report is "
-                                     "published until the balance is corrected"})
-            for n in negative]
+def _build(leaves: list[merkle.Leaf], assets: tuple[str, ...]) -> merkle.Tree:
+    """The tree, with the cyclic garbage collector paused: building a million leaves
+    allocates millions of tuples, none of them in a cycle, and each collection would walk them
+    all again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return merkle.build(leaves, assets)
+    except merkle.ProofInvalid as exc:
+        raise ReportRefused(f"the liabilities tree cannot be built: {exc}") from exc
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _negative_findings(negative: Sequence[NegativeBalance],
+                       figures: _LedgerFigures) -> list[Finding]:
+    found = []
+    for n in negative:
+        asset = figures.assets[int(n.asset)]
+        found.append(Finding(
+            type=CaseType.RESERVES_NEGATIVE_BALANCE, subject=f"reserves:user:{n.user_id}:{asset}",
+            refs={"user_id": n.user_id, "asset": asset}, expected=">= 0",
+            observed=str(n.balance),
+            evidence={"through_posting_id": str(figures.point.through_posting_id),
+                      "why": "a negative leaf would hide liabilities: no report is "
+                             "published until the balance is corrected"}))
+    return found
 
 
 def _asset_findings(report_id: int, assets: Sequence[AssetReserves]) -> list[Finding]:
@@ -220,7 +249,7 @@ def _asset_findings(report_id: int, assets: Sequence[AssetReserves]) -> list[Fin
 def take_report(engine: Engine, config: ChainsConfig, *, now: datetime, taken_by: str,
                 signer_of: SignerLookup, at_blocks: Mapping[str, int] | None = None,
                 rpc_factory: RpcFactory = default_rpc,
-                salt: Callable[[], bytes] = lambda: os.urandom(merkle.SALT_BYTES),
+                random_bytes: Callable[[int], bytes] = os.urandom,
                 on_progress: ProgressCallback | None = None) -> Taken:
     """Take, sign and store a report over every configured chain (module docstring).
 
@@ -237,15 +266,13 @@ def take_report(engine: Engine, config: ChainsConfig, *, now: datetime, taken_by
     progress("ledger", 1, 4)
     reads = [_read_chain(r, blocks.get(r.chain.name), rpc_factory) for r in figures.chains]
     progress("chains", 2, 4)
-    codes = merkle.asset_order(sorted({a for _, a, _ in figures.balances}))
-    users = {u for u, _, _ in figures.balances}
-    leaves, negative = leaves_of(figures.balances, codes, {u: salt() for u in users})
+    leaves, negative = leaves_of(figures.balances,
+                                 random_bytes(merkle.SALT_BYTES * len(figures.balances)))
+    figures.balances.clear()  # A million rows: not kept beside the leaves.
     if negative:
-        return Taken(None, _negative_findings(negative, figures.point))
-    try:
-        tree = merkle.build(leaves, codes)
-    except merkle.ProofInvalid as exc:
-        raise ReportRefused(f"the liabilities tree cannot be built: {exc}") from exc
+        return Taken(None, _negative_findings(negative, figures))
+    tree = _build(leaves, figures.assets)
+    del leaves
     progress("tree", 3, 4)
     assets = _assets(figures, reads, tree)
     with UnitOfWork(engine) as uow:
