@@ -35,7 +35,8 @@ service_cli.add_typer(webhooks_app, name="webhooks")
 ConfigOption = Annotated[str | None, typer.Option(help="Configuration file "
                                                        "(default: $CUSTODY_CONFIG).")]
 IntervalOption = Annotated[float | None, typer.Option(
-    min=0.05, help="Run every job this often (seconds) instead of its own interval.")]
+    min=0.05, help="Run every job this often (seconds) instead of its own interval; the "
+                   "proof-of-reserves report keeps its own (daily).")]
 OnlyOption = Annotated[list[str] | None, typer.Option(
     "--job", help="Run only these jobs (name or prefix, e.g. webhooks, deposits.watch).")]
 

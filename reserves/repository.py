@@ -24,6 +24,8 @@ from ledger import chart
 from ledger.repository import to_int
 from reserves.merkle import Leaf, Node
 
+#: The statement timeout of a report's reads and of its store (``allow_long_statements``).
+REPORT_STATEMENT_TIMEOUT_MS = 600_000
 #: Rows per chunk written to ``COPY``.
 _COPY_ROWS = 10_000
 #: What ``pg_export_snapshot`` returns (checked before it is written into ``SET TRANSACTION
@@ -38,6 +40,13 @@ class LedgerPoint:
 
     through_posting_id: int
     known_at: datetime
+
+
+def allow_long_statements(conn: Connection) -> None:
+    """Raise this transaction's statement timeout to REPORT_STATEMENT_TIMEOUT_MS: a report's
+    grouped read and its ``COPY`` of a million leaves each take seconds, beyond the engine's
+    default bound for one statement (30 s, meant for requests)."""
+    conn.execute(sa.text(f"SET LOCAL statement_timeout = {int(REPORT_STATEMENT_TIMEOUT_MS)}"))
 
 
 @contextmanager
@@ -61,6 +70,7 @@ def ledger_point(engine: Engine) -> Iterator[tuple[UnitOfWork, LedgerPoint]]:
         with UnitOfWork(engine) as uow:
             uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
             uow.conn.execute(sa.text(f"SET TRANSACTION SNAPSHOT '{snapshot}'"))
+            allow_long_statements(uow.conn)
             gate.commit()  # The gate is released: the reader holds the snapshot.
             yield uow, LedgerPoint(int(row.through), row.known_at)
 

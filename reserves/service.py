@@ -187,10 +187,11 @@ def _assets(figures: _LedgerFigures, reads: Sequence[_ChainRead],
             explained[a.line.asset] = explained.get(a.line.asset, True) and \
                 r.explained.get(a.line.asset, True)
     users = dict(zip(tree.assets, tree.root.sums, strict=True))
+    scales = {line.asset: line.scale for r in reads for line in r.lines} | figures.scales
     codes = set(users) | set(on_chain) | set(figures.custody) | set(figures.treasury) | \
         set(figures.other)
     return [AssetReserves(
-        asset=code, scale=figures.scales.get(code, 0), liabilities_users=users.get(code, 0),
+        asset=code, scale=scales.get(code, 0), liabilities_users=users.get(code, 0),
         liabilities_other=figures.other.get(code, 0), custody=figures.custody.get(code, 0),
         treasury=figures.treasury.get(code, 0), on_chain=on_chain.get(code, 0),
         explained=explained.get(code, True))
@@ -286,6 +287,7 @@ def take_report(engine: Engine, config: ChainsConfig, *, now: datetime, taken_by
                          document)
     hashes = [n.hash for n in tree.levels[0][:len(tree.leaves)]]
     with UnitOfWork(engine) as uow:
+        repo.allow_long_statements(uow.conn)
         repo.insert_report(uow.conn, row, addresses, list(zip(tree.leaves, hashes, strict=True)),
                            tree.nodes_from(merkle.CHUNK_LEVEL), recorded_at=now)
         uow.commit()
