@@ -13,6 +13,7 @@ published. It exits 1 when there was a finding, as the reconciliation checks do.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from api.console import console, err_console, friendly
 reserves_app = typer.Typer(help="Proof of reserves: reports, inclusion proofs, offline checks.",
                            no_args_is_help=True)
 
+HEX_ROOT = re.compile(r"[0-9a-f]{64}")
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 HtmlOption = Annotated[Path | None, typer.Option(
     "--html", help="Also write the report as one self-contained HTML file (opens offline).")]
@@ -106,7 +108,9 @@ def _html(path: Path, doc: dict[str, Any]) -> None:
 def report(
     at_block: Annotated[list[str] | None, typer.Option(
         "--at-block", help="CHAIN=NUMBER: read that chain at this final block (default: the "
-                           "newest block final under its rule). Repeatable.")] = None,
+                           "newest block final under its rule; the ledger is read now, so "
+                           "what moved since an older block shows as a difference). "
+                           "Repeatable.")] = None,
     by: Annotated[str, typer.Option(help="Who takes the report.")] = "cli",
     as_json: JsonOption = False,
     html: HtmlOption = None,
@@ -132,7 +136,7 @@ def report(
     taken = service.take_report(engine, chains, now=now, taken_by=by, at_blocks=blocks,
                                 signer_of=EngineSigners(chains, load_withdrawals_config(
                                     chains, config)))
-    record_check(engine, "reserves", taken.findings, now)
+    record_check(engine, "reserves.report", taken.findings, now)
     if taken.report_id is None:
         for f in taken.findings:
             err_console.print(f"refused: {f.subject} is {f.observed} ({f.type})",
@@ -227,7 +231,7 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail("file_unreadable", f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise _fail("file_unreadable", f"{path} is not JSON: {exc}") from None
 
 
@@ -239,15 +243,19 @@ def verify(
     """Check an inclusion proof against a published root, offline (no database, no network).
     Exit 0 and the leaf's balances when it holds; exit 1 and one line ``invalid [reason]``
     when it does not (a file that is not JSON included); exit 2 when the file cannot be
-    read."""
+    read or ROOT is not 64 hex digits."""
     from reserves.merkle import ProofInvalid
     from reserves.merkle import verify as verify_proof
 
+    if not HEX_ROOT.fullmatch(root.strip().lower()):
+        # As docs/verify_proof.py: a root that is not one is a usage error.
+        raise _fail("request_invalid", "ROOT must be the published liabilities root: 64 hex "
+                                       "digits")
     try:
         doc = json.loads(proof_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail("file_unreadable", f"{proof_file}: {exc}") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         # As docs/verify_proof.py: a file that is not JSON is not a proof.
         err_console.print(f"invalid [malformed]: {proof_file} is not JSON: {exc}",
                           highlight=False, markup=False, soft_wrap=True)
@@ -291,10 +299,7 @@ def verify_ownership(
     for c in checks:
         table.add_row(c.chain, c.address, c.kind, c.signer, c.verdict, c.detail or "")
     console.print(table)
-    holding = {(a.get("chain"), a.get("address")) for a in doc.get("addresses", [])
-               if any(str(h.get("balance", "0")) != "0" for h in a.get("holdings", []))}
-    if any(c.verdict not in ("ok", "unsigned") or (c.verdict == "unsigned" and
-                                                   (c.chain, c.address) in holding)
+    if any(c.verdict not in ("ok", "unsigned") or (c.verdict == "unsigned" and c.holds_funds)
            for c in checks):
         raise typer.Exit(1)
 

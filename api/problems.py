@@ -159,6 +159,7 @@ STATUS: dict[type[CustodyError], int] = {
     rse.ProofNotFound: 404,
     rse.SignatureRefused: 422,
     rse.BlockNotFinal: 422,
+    rse.ReportInconsistent: 500,
 }
 
 

@@ -3848,6 +3848,7 @@ CREATE TABLE public.reserve_leaves (
     salt bytea NOT NULL,
     balances numeric[] NOT NULL,
     hash bytea NOT NULL,
+    CONSTRAINT reserve_leaves_balances_check CHECK ((((0)::numeric <= ALL (balances)) AND ('340282366920938463463374607431768211456'::numeric > ALL (balances)))),
     CONSTRAINT reserve_leaves_hash_check CHECK ((length(hash) = 32)),
     CONSTRAINT reserve_leaves_position_check CHECK (("position" >= 0)),
     CONSTRAINT reserve_leaves_salt_check CHECK ((length(salt) = 32))
@@ -3875,7 +3876,8 @@ CREATE TABLE public.reserve_nodes (
     sums numeric[] NOT NULL,
     CONSTRAINT reserve_nodes_hash_check CHECK ((length(hash) = 32)),
     CONSTRAINT reserve_nodes_level_check CHECK (((level >= 0) AND (level <= 40))),
-    CONSTRAINT reserve_nodes_position_check CHECK (("position" >= 0))
+    CONSTRAINT reserve_nodes_position_check CHECK (("position" >= 0)),
+    CONSTRAINT reserve_nodes_sums_check CHECK ((((0)::numeric <= ALL (sums)) AND ('340282366920938463463374607431768211456'::numeric > ALL (sums))))
 );
 
 

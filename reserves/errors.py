@@ -42,3 +42,10 @@ class SignatureRefused(ReservesError):
     does not recover to its address over that address's message."""
 
     code = "signature_refused"
+
+
+class ReportInconsistent(ReservesError):
+    """A stored report whose tree no longer gives a proof of its published root: a leaf or
+    node changed after publication (the tables are append-only: only a superuser could)."""
+
+    code = "report_inconsistent"

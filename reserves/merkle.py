@@ -86,6 +86,11 @@ class Leaf:
     balances: tuple[int, ...]
 
 
+def is_user_id(text: str) -> bool:
+    """Whether ``text`` fits a leaf's user id (1 to 100 of ``[A-Za-z0-9_.-]``)."""
+    return _USER_ID.fullmatch(text) is not None
+
+
 def asset_order(codes: Sequence[str]) -> tuple[str, ...]:
     """The tree's asset order: the codes sorted by their ASCII bytes, each once."""
     for code in codes:
@@ -195,10 +200,6 @@ class Tree:
     def root(self) -> Node:
         """The root: its hash is published, its sums are the liabilities per asset."""
         return self.levels[-1][0]
-
-    def index_of(self) -> dict[str, int]:
-        """Each user's leaf index."""
-        return {leaf.user_id: i for i, leaf in enumerate(self.leaves)}
 
     def path(self, index: int) -> list[Node]:
         """The siblings of leaf ``index``, from the leaf level up."""

@@ -10,10 +10,10 @@ digits (rounding down never shows more cover than there is); None when nothing i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from reserves.merkle import Leaf
+from reserves.merkle import Leaf, is_user_id
 
 #: Digits after the point of a reserve ratio.
 RATIO_DIGITS = 6
@@ -105,16 +105,32 @@ class NegativeBalance:
     balance: int
 
 
-def leaves_of(balances: Iterable[tuple[str, tuple[int, ...]]], salts: bytes
-              ) -> tuple[list[Leaf], list[NegativeBalance]]:
-    """The tree's leaves from ``(user_id, balances)`` rows (balances in the tree's asset
-    order), the i-th user's salt the i-th 32 bytes of ``salts``; and every negative balance
-    (by the asset's position in the order: the caller names it), each of which stops the
-    report."""
-    leaves = []
-    negative = []
-    for i, (user_id, row) in enumerate(balances):
+@dataclass(frozen=True)
+class Leaves:
+    """The users' balances sorted out for a report: the tree's leaves, every negative balance
+    (each stops the report), and per asset what is owed to ids the tree cannot hold (the
+    company's own users, such as ``company:refunds``: counted with the other liabilities)."""
+
+    leaves: list[Leaf]
+    negative: list[NegativeBalance]
+    outside: dict[str, int]
+
+
+def leaves_of(balances: Iterable[tuple[str, tuple[int, ...]]], assets: Sequence[str],
+              salts: bytes) -> Leaves:
+    """The tree's leaves from ``(user_id, balances)`` rows (balances in ``assets``, the tree's
+    order); the n-th leaf's salt is the n-th 32 bytes of ``salts`` (at least 32 per row)."""
+    leaves: list[Leaf] = []
+    negative: list[NegativeBalance] = []
+    outside: dict[str, int] = {}
+    for user_id, row in balances:
         if min(row, default=0) < 0:
-            negative += [NegativeBalance(user_id, str(j), v) for j, v in enumerate(row) if v < 0]
-        leaves.append(Leaf(user_id, salts[32 * i:32 * i + 32], row))
-    return leaves, negative
+            negative += [NegativeBalance(user_id, assets[j], v) for j, v in enumerate(row)
+                         if v < 0]
+        if is_user_id(user_id):
+            n = len(leaves)
+            leaves.append(Leaf(user_id, salts[32 * n:32 * n + 32], row))
+        else:
+            for asset, v in zip(assets, row, strict=True):
+                outside[asset] = outside.get(asset, 0) + v
+    return Leaves(leaves, negative, outside)

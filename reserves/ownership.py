@@ -22,6 +22,7 @@ No database, no node, no settings: plain values in, plain values out.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -136,6 +137,8 @@ class OwnershipCheck:
     verdict: Verdict
     detail: str | None
     recovered: str | None
+    #: Whether the address held anything at the report's block (its holdings' balances).
+    holds_funds: bool = False
 
 
 def _member(doc: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...],
@@ -178,6 +181,8 @@ def check_report(report: Mapping[str, Any]) -> list[OwnershipCheck]:
     order: recompute its message from the report's id, its chain's block and the liabilities
     root, and recover the signer. ReportMalformed names the first member missing or of the
     wrong type (the format included)."""
+    if not isinstance(report, Mapping):
+        raise ReportMalformed("", "the report is not a JSON object")
     if report.get("format") != REPORT_FORMAT:
         raise ReportMalformed("format", f"the report's format is not {REPORT_FORMAT!r}")
     report_id = _member(report, "id", "", int, "an integer")
@@ -207,6 +212,16 @@ def _address(entry: Mapping[str, Any], where: str) -> str:
     return address
 
 
+def _holds_funds(holdings: list[Any], where: str) -> bool:
+    """Whether any holding of an address entry has a non-zero balance (decimal strings)."""
+    held = False
+    for j, h in enumerate(holdings):
+        balance = _member(_object(h, f"{where}.holdings[{j}]"), "balance",
+                          f"{where}.holdings[{j}]", str, "a string")
+        held = held or balance.strip("0") != ""
+    return held
+
+
 def _check_entry(entry: Mapping[str, Any], where: str, chain: str, address: str,
                  expected: str) -> OwnershipCheck:
     """The verdict on one address entry, against the message it should carry."""
@@ -220,6 +235,7 @@ def _check_entry(entry: Mapping[str, Any], where: str, chain: str, address: str,
                                                  f"or external")
     message = _member(entry, "message", where, str, "a string")
     signature = _member(entry, "signature", where, (str, type(None)), "a string or null")
+    holds = _holds_funds(_member(entry, "holdings", where, list, "a list"), where)
     recovered: str | None = None
     malformed: str | None = None
     if signature is not None:
@@ -230,7 +246,7 @@ def _check_entry(entry: Mapping[str, Any], where: str, chain: str, address: str,
 
     def verdict(v: Verdict, detail: str | None) -> OwnershipCheck:
         return OwnershipCheck(chain, address, kind, SignerKind(signer_name), v, detail,
-                              recovered)
+                              recovered, holds)
 
     if message != expected:
         return verdict(Verdict.MESSAGE_MISMATCH, _first_difference(expected, message))
@@ -270,7 +286,8 @@ class AddressSignature:
 
 def sign_addresses(report_id: int, root: str, chains: Sequence[ChainPoint],
                    addresses: Sequence[tuple[str, str]],
-                   signer_of: Callable[[str, str], Signer | None]) -> list[AddressSignature]:
+                   signer_of: Callable[[str, str], Signer | None], *,
+                   deadline: float | None = None) -> list[AddressSignature]:
     """Sign report ``report_id``'s message (liabilities ``root``, each chain's block from
     ``chains``) as every ``(chain, address)`` of ``addresses``, in order.
 
@@ -279,7 +296,9 @@ def sign_addresses(report_id: int, root: str, chains: Sequence[ChainPoint],
     from ``signer_of`` or from signing) or answers a signature that does not recover to the
     address leaves it unsigned with the reason in ``detail``. Signers are called one at a time,
     each within its own timeout (a remote signer's ``timeout_ms``); call this outside every
-    database transaction. ValueError for an address twice or on a chain ``chains`` lacks.
+    database transaction. ``deadline`` (``time.monotonic()``) bounds the whole stage: the
+    addresses not reached by then are left unsigned (ENGINE, with the reason). ValueError for
+    an address twice or on a chain ``chains`` lacks.
     """
     points = {p.chain: p for p in chains}
     seen: set[tuple[str, str]] = set()
@@ -294,6 +313,10 @@ def sign_addresses(report_id: int, root: str, chains: Sequence[ChainPoint],
         p = points[chain]
         message = ownership_message(report_id, chain, p.chain_id, p.block_number,
                                     p.block_hash, root, address)
+        if deadline is not None and time.monotonic() >= deadline:
+            signed.append(AddressSignature(chain, address, message, SignerKind.ENGINE, None,
+                                           "not signed: the signing stage's time ran out"))
+            continue
         signed.append(_sign_one(chain, address, message, signer_of))
     return signed
 

@@ -30,7 +30,7 @@ REPORT_STATEMENT_TIMEOUT_MS = 600_000
 _COPY_ROWS = 10_000
 #: What ``pg_export_snapshot`` returns (checked before it is written into ``SET TRANSACTION
 #: SNAPSHOT``, which takes no bind parameter).
-_SNAPSHOT_ID = re.compile(r"^[0-9A-F]+-[0-9A-F]+(-[0-9]+)?$")
+_SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+(-[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -59,20 +59,22 @@ def ledger_point(engine: Engine) -> Iterator[tuple[UnitOfWork, LedgerPoint]]:
     once. The reader then reads at leisure while posts go on: the gate is held only for the
     export, never for the report's reads.
     """
-    with engine.connect() as gate:
+    # Both connections are checked out before the gate is taken: waiting for a pooled
+    # connection while holding it would stall every post meanwhile.
+    with UnitOfWork(engine) as uow, engine.connect() as gate:
         # Waits for the posts in flight to commit; new ones wait for this transaction's end.
         gate.execute(sa.text("SELECT pg_advisory_xact_lock(7301, 1)"))
         row = gate.execute(sa.text(
             "SELECT coalesce(max(id), 0) AS through, clock_timestamp() AS known_at, "
             "pg_export_snapshot() AS snapshot FROM ledger_postings")).one()
         snapshot = str(row.snapshot)
-        assert _SNAPSHOT_ID.match(snapshot), f"unexpected snapshot id {snapshot!r}"
-        with UnitOfWork(engine) as uow:
-            uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-            uow.conn.execute(sa.text(f"SET TRANSACTION SNAPSHOT '{snapshot}'"))
-            allow_long_statements(uow.conn)
-            gate.commit()  # The gate is released: the reader holds the snapshot.
-            yield uow, LedgerPoint(int(row.through), row.known_at)
+        if not _SNAPSHOT_ID.fullmatch(snapshot):
+            raise RuntimeError(f"PostgreSQL exported an unexpected snapshot id {snapshot!r}")
+        uow.conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+        uow.conn.execute(sa.text(f"SET TRANSACTION SNAPSHOT '{snapshot}'"))
+        allow_long_statements(uow.conn)
+        gate.commit()  # The gate is released: the reader holds the snapshot.
+        yield uow, LedgerPoint(int(row.through), row.known_at)
 
 
 # --- the ledger's figures, in the report's snapshot ----------------------------------------
@@ -81,16 +83,19 @@ def user_balances(conn: Connection, asset_ids: Sequence[int]
                   ) -> list[tuple[str, tuple[int, ...]]]:
     """Every user with a balance row: its posted balance (wallet + withdrawals reserved, on
     their credit side) in each asset of ``asset_ids``, in that order (0 where it has none).
-    One row per user, pivoted in the database and read through the driver: a million users
-    are three million accounts."""
+
+    The user id is everything between ``user:`` and the account's last part (a company user
+    such as ``company:refunds`` holds a colon itself). One row per user, pivoted in the
+    database and read through the driver: a million users are three million accounts."""
     columns = ", ".join(
         f"CAST(coalesce(sum(-b.balance) FILTER (WHERE a.asset_id = {int(i)}), 0) AS text)"
         for i in asset_ids)
     rows = driver_rows(conn, (
-        f"SELECT split_part(a.code, ':', 2), {columns or 'NULL'} FROM accounts a "
-        "JOIN account_balances b ON b.account_id = a.id "
+        "SELECT substring(a.code FROM %(user)s), "
+        f"{columns or 'NULL'} FROM accounts a JOIN account_balances b ON b.account_id = a.id "
         "WHERE a.code LIKE 'user:%%' AND (a.code LIKE %(wallet)s OR a.code LIKE %(withdrawals)s) "
-        "GROUP BY 1"), {"wallet": "%:wallet", "withdrawals": "%:withdrawals"})
+        "GROUP BY 1"), {"user": "^user:(.+):(?:wallet|withdrawals)$", "wallet": "%:wallet",
+                        "withdrawals": "%:withdrawals"})
     width = len(asset_ids)
     return [(r[0], tuple(int(v) for v in r[1:width + 1])) for r in rows]
 
@@ -105,10 +110,15 @@ def _per_asset(conn: Connection, where: str, params: Mapping[str, Any]) -> dict[
 
 def other_liabilities(conn: Connection) -> dict[str, int]:
     """Customer money owed to no user yet, per asset: unattributed suspense and what the
-    providers' clearing accounts hold (credit side)."""
-    raw = _per_asset(conn, "a.code = :s OR a.code LIKE :c",
-                     {"s": chart.SUSPENSE_UNATTRIBUTED, "c": chart.CLEARING_PROVIDER_PREFIX + "%"})
-    return {asset: -v for asset, v in raw.items()}
+    providers' clearing accounts hold, each account's credit balance only. A clearing account
+    with a debit balance (a transfer of ours the provider does not have) is a claim, not a
+    liability: netting it would lower what is owed, so it counts as zero."""
+    rows = conn.execute(sa.text(
+        "SELECT s.code AS asset, sum(greatest(-b.balance, 0)) AS owed FROM accounts a "
+        "JOIN account_balances b ON b.account_id = a.id JOIN assets s ON s.id = a.asset_id "
+        "WHERE a.code = :s OR a.code LIKE :c GROUP BY 1"),
+        {"s": chart.SUSPENSE_UNATTRIBUTED, "c": chart.CLEARING_PROVIDER_PREFIX + "%"})
+    return {str(r.asset): to_int(r.owed) for r in rows}
 
 
 def custody_and_treasury(conn: Connection) -> tuple[dict[str, int], dict[str, int]]:

@@ -26,8 +26,9 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +50,7 @@ from reserves import repository as repo
 from reserves.errors import (
     BlockNotFinal,
     ProofNotFound,
+    ReportInconsistent,
     ReportNotFound,
     ReportRefused,
     SignatureRefused,
@@ -74,6 +76,9 @@ from sweeps.holdings import read_chain_side as read_final
 from sweeps.holdings.model import Line, final_height
 
 log = logging.getLogger("custody.reserves")
+#: The signing stage's bound: addresses not signed by then are listed unsigned (a dead remote
+#: signer costs its timeout per address; thousands of deposit addresses must not add up).
+SIGNING_S = 300.0
 
 #: ``signer_of(chain, address, derivation_index)``: the signer the engine holds for one of our
 #: addresses (the index is given for deposit addresses), or None: its key is elsewhere
@@ -190,12 +195,16 @@ def _assets(figures: _LedgerFigures, reads: Sequence[_ChainRead],
     scales = {line.asset: line.scale for r in reads for line in r.lines} | figures.scales
     codes = set(users) | set(on_chain) | set(figures.custody) | set(figures.treasury) | \
         set(figures.other)
-    return [AssetReserves(
-        asset=code, scale=scales.get(code, 0), liabilities_users=users.get(code, 0),
-        liabilities_other=figures.other.get(code, 0), custody=figures.custody.get(code, 0),
-        treasury=figures.treasury.get(code, 0), on_chain=on_chain.get(code, 0),
-        explained=explained.get(code, True))
-        for code in merkle.asset_order(sorted(codes))]
+    found = []
+    for code in merkle.asset_order(sorted(codes)):
+        asset = AssetReserves(
+            asset=code, scale=scales.get(code, 0), liabilities_users=users.get(code, 0),
+            liabilities_other=figures.other.get(code, 0), custody=figures.custody.get(code, 0),
+            treasury=figures.treasury.get(code, 0), on_chain=on_chain.get(code, 0))
+        # An asset no configured chain holds (custody left on a chain no longer configured,
+        # say) has no movement that could explain a difference.
+        found.append(replace(asset, explained=explained.get(code, asset.difference == 0)))
+    return found
 
 
 def _build(leaves: list[merkle.Leaf], assets: tuple[str, ...]) -> merkle.Tree:
@@ -217,7 +226,7 @@ def _negative_findings(negative: Sequence[NegativeBalance],
                        figures: _LedgerFigures) -> list[Finding]:
     found = []
     for n in negative:
-        asset = figures.assets[int(n.asset)]
+        asset = n.asset
         found.append(Finding(
             type=CaseType.RESERVES_NEGATIVE_BALANCE, subject=f"reserves:user:{n.user_id}:{asset}",
             refs={"user_id": n.user_id, "asset": asset}, expected=">= 0",
@@ -251,6 +260,7 @@ def take_report(engine: Engine, config: ChainsConfig, *, now: datetime, taken_by
                 signer_of: SignerLookup, at_blocks: Mapping[str, int] | None = None,
                 rpc_factory: RpcFactory = default_rpc,
                 random_bytes: Callable[[int], bytes] = os.urandom,
+                signing_s: float = SIGNING_S,
                 on_progress: ProgressCallback | None = None) -> Taken:
     """Take, sign and store a report over every configured chain (module docstring).
 
@@ -267,20 +277,22 @@ def take_report(engine: Engine, config: ChainsConfig, *, now: datetime, taken_by
     progress("ledger", 1, 4)
     reads = [_read_chain(r, blocks.get(r.chain.name), rpc_factory) for r in figures.chains]
     progress("chains", 2, 4)
-    leaves, negative = leaves_of(figures.balances,
-                                 random_bytes(merkle.SALT_BYTES * len(figures.balances)))
+    sorted_out = leaves_of(figures.balances, figures.assets,
+                           random_bytes(merkle.SALT_BYTES * len(figures.balances)))
     figures.balances.clear()  # A million rows: not kept beside the leaves.
-    if negative:
-        return Taken(None, _negative_findings(negative, figures))
-    tree = _build(leaves, figures.assets)
-    del leaves
+    if sorted_out.negative:
+        return Taken(None, _negative_findings(sorted_out.negative, figures))
+    for asset, owed in sorted_out.outside.items():
+        figures.other[asset] = figures.other.get(asset, 0) + owed
+    tree = _build(sorted_out.leaves, figures.assets)
+    del sorted_out
     progress("tree", 3, 4)
     assets = _assets(figures, reads, tree)
     with UnitOfWork(engine) as uow:
         report_id = repo.next_report_id(uow.conn)
         uow.commit()
     root = tree.root.hash.hex()
-    addresses = _sign(report_id, root, reads, figures.indexes, signer_of)
+    addresses = _sign(report_id, root, reads, figures.indexes, signer_of, signing_s)
     document = _document(report_id, now, figures.point, reads, tree, assets)
     row = repo.ReportRow(report_id, now, figures.point.through_posting_id,
                          figures.point.known_at, root, tree.depth, len(tree.leaves), taken_by,
@@ -305,8 +317,8 @@ def _holdings_of(h: ChainHoldings) -> dict[str, list[dict[str, Any]]]:
 
 
 def _sign(report_id: int, root: str, reads: Sequence[_ChainRead],
-          indexes: Mapping[str, Mapping[str, int]], signer_of: SignerLookup
-          ) -> list[repo.AddressRow]:
+          indexes: Mapping[str, Mapping[str, int]], signer_of: SignerLookup,
+          signing_s: float) -> list[repo.AddressRow]:
     """The report's addresses: every hot and cold address, and every deposit address holding
     anything, each signed by its signer (``reserves.ownership.sign_addresses``: outside any
     database transaction; a signer that fails leaves its address unsigned, logged)."""
@@ -321,7 +333,8 @@ def _sign(report_id: int, root: str, reads: Sequence[_ChainRead],
                 listed.append((r.chain.name, address, kinds[address], holdings))
     signed = sign_addresses(
         report_id, root, points, [(c, a) for c, a, _, _ in listed],
-        lambda chain, address: signer_of(chain, address, indexes[chain].get(address)))
+        lambda chain, address: signer_of(chain, address, indexes[chain].get(address)),
+        deadline=time.monotonic() + signing_s)
     rows = []
     for (chain, address, kind, holdings), s in zip(listed, signed, strict=True):
         if s.signature is None and s.signer == SignerKind.ENGINE:
@@ -416,10 +429,19 @@ def user_proof(uow: UnitOfWork, user_id: str, report_id: int | None = None) -> d
     chunk += [merkle.padding_node(base + i, len(assets)) for i in range(len(chunk), 2**low)]
     keys = [(lv, (index >> lv) ^ 1) for lv in range(low, row.depth)] + [(row.depth, 0)]
     upper = repo.upper_nodes(uow.conn, row.id, keys)
-    p = merkle.proof_from_chunk(assets, row.depth, index, chunk, upper, leaf)
     scales = {a["asset"]: a["scale"] for a in row.document["assets"]}
-    return p.to_json(report_id=row.id, taken_at=row.taken_at.isoformat(),
-                     scales={a: scales.get(a) for a in assets})
+    try:
+        p = merkle.proof_from_chunk(assets, row.depth, index, chunk, upper, leaf)
+        doc = p.to_json(report_id=row.id, taken_at=row.taken_at.isoformat(),
+                        scales={a: scales.get(a) for a in assets})
+        # Checked before it is given: a stored leaf or node changed after the report was
+        # published would otherwise be found only by the user.
+        merkle.verify(doc, row.root_hash)
+    except merkle.ProofInvalid as exc:
+        raise ReportInconsistent(f"report {row.id}: the stored tree does not give user "
+                                 f"{user_id} a proof of the published root ({exc.reason}: "
+                                 f"{exc})") from exc
+    return doc
 
 
 def import_signatures(uow: UnitOfWork, report_id: int, raw: Any, *, recorded_by: str,

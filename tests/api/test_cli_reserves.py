@@ -112,11 +112,15 @@ def test_report_proof_and_ownership_from_the_command_line(
     report_file.write_text(json.dumps(shown))
     assert _run(env, "verify-ownership", str(report_file)).returncode == 1
 
+    listing = tmp_path / "list.json"
+    listing.write_text("[1, 2]")
     for args, code in ((["report", "--at-block", "dev"], "request_invalid"),
                        (["report", "--at-block", "dev=999999"], "block_not_final"),
                        (["show", "999"], "report_not_found"),
                        (["proof", "nobody"], "proof_not_found"),
-                       (["verify", str(tmp_path / "missing.json"), root], "file_unreadable")):
+                       (["verify", str(tmp_path / "missing.json"), root], "file_unreadable"),
+                       (["verify", str(path), "not-a-root"], "request_invalid"),
+                       (["verify-ownership", str(listing)], "report_malformed")):
         failed = _run(env, *args)
         assert failed.returncode == 2, (args, failed.stderr)
         assert failed.stderr.startswith(f"error [{code}]: ") and failed.stderr.count("\n") == 1

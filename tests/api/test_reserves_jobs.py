@@ -6,6 +6,7 @@ report's ratio per asset, the below-liabilities flag and the report's age."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -14,7 +15,7 @@ from api import metrics
 from api.jobs import Intervals, build_jobs
 from config.chains import parse_chains_config
 from config.uow import UnitOfWork
-from reconcile.model import CaseType
+from reconcile.model import CaseType, Recorded
 from tests.api.test_metrics import scrape, value
 from tests.reconcile.conftest import alerts, all_cases
 from tests.withdrawals.conftest import fund, open_book
@@ -33,15 +34,20 @@ def test_the_job_takes_a_report_opens_its_cases_and_the_metrics_show_it(
     (job,) = build_jobs(engine, NO_CHAINS, None, only=["reserves"])
     assert job.name == "reserves.report" and job.interval_s == Intervals().reserves_s
     assert Intervals.uniform(0.1).reserves_s == Intervals().reserves_s
-    report_id, recorded = job.step(NOW)  # type: ignore[misc]
-    assert report_id is not None and len(recorded.opened) == 1
-    (case,) = all_cases(engine)
-    assert (case.type, case.subject, case.opened_by, case.expected, case.observed) == (
+    report_id, recorded = cast(tuple[int | None, Recorded], job.step(NOW))
+    assert report_id is not None and len(recorded.opened) == 2
+    short, unexplained = all_cases(engine)
+    assert (short.type, short.subject, short.opened_by, short.expected, short.observed) == (
         CaseType.RESERVES_SHORTFALL, "reserves:USDC", "reserves.report", "10000000", "0")
-    (alert,) = alerts(engine)
-    assert alert["type"] == "reserves_shortfall" and "custody cases resolve" in alert["next"]
-    again_id, again = job.step(NOW + timedelta(seconds=30))  # type: ignore[misc]
-    assert again_id == report_id + 1 and again.opened == [] and again.updated == [case.id]
+    # No chain holds what custody says: a difference no movement explains.
+    assert (unexplained.type, unexplained.subject, unexplained.expected) == (
+        CaseType.RESERVES_DIFFERENCE_UNEXPLAINED, "reserves:USDC:difference", "10000000")
+    assert [a["type"] for a in alerts(engine)] == ["reserves_shortfall",
+                                                   "reserves_difference_unexplained"]
+    assert all("custody cases resolve" in a["next"] for a in alerts(engine))
+    again_id, again = cast(tuple[int | None, Recorded], job.step(NOW + timedelta(seconds=30)))
+    assert report_id is not None and again_id == report_id + 1 and again.opened == []
+    assert again.updated == [short.id, unexplained.id]
     with UnitOfWork(engine) as uow:
         text = metrics.render(NO_CHAINS, None, uow, NOW + timedelta(seconds=90), None).decode()
         reports = uow.conn.execute(sa.text("SELECT count(*) FROM reserve_reports")).scalar()

@@ -145,6 +145,7 @@ def test_every_users_proof_verifies_with_their_posted_balances(rig: SweepRig) ->
 
 def test_every_address_holding_funds_signed_the_reports_message(rig: SweepRig) -> None:
     taken = _take(rig)
+    assert taken.report_id is not None
     doc = _document(rig, taken.report_id)
     listed = {(a["address"], a["kind"]) for a in doc["addresses"]}
     assert (rig.hot, "hot") in listed

@@ -26,11 +26,12 @@ from api.cases import record_check
 from api.cli import app
 from config.chains import ChainsConfig, parse_chains_config
 from config.uow import UnitOfWork
+from ledger import chart
 from ledger import service as ledger
 from ledger.model import Entry, credit, debit
 from reconcile.model import CaseType
 from reserves import merkle, service
-from reserves.errors import ReportNotFound
+from reserves.errors import ReportInconsistent, ReportNotFound
 from tests.reconcile.conftest import alerts, all_cases
 from tests.withdrawals.conftest import CHAIN, fund, open_book
 
@@ -46,14 +47,19 @@ def _take(engine: Engine, now: datetime = NOW) -> service.Taken:
 
 
 def _replayed(engine: Engine, through: int) -> dict[tuple[str, str], int]:
-    """Each user's posted balance per asset from the postings with id <= ``through`` alone."""
+    """Each user's posted balance per asset from the postings with id <= ``through`` alone
+    (the user id cut from the account code in Python, not as the service's SQL does)."""
+    found: dict[tuple[str, str], int] = {}
     with UnitOfWork(engine) as uow:
         rows = uow.conn.execute(sa.text(
-            "SELECT split_part(a.code, ':', 2) AS u, s.code AS asset, sum(-p.amount) AS v "
+            "SELECT a.code, s.code AS asset, sum(-p.amount) AS v "
             "FROM ledger_postings p JOIN accounts a ON a.id = p.account_id "
             "JOIN assets s ON s.id = a.asset_id WHERE p.id <= :t AND a.code LIKE 'user:%' "
             "GROUP BY 1, 2"), {"t": through})
-        return {(r.u, r.asset): int(r.v) for r in rows}
+        for r in rows:
+            user = r.code[len("user:"):r.code.rindex(":")]
+            found[(user, r.asset)] = found.get((user, r.asset), 0) + int(r.v)
+    return found
 
 
 def _leaves(engine: Engine, report_id: int) -> dict[tuple[str, str], int]:
@@ -203,7 +209,9 @@ def test_a_1000_user_report_every_proof_and_three_verifiers_agree(
     assert doc["liabilities"]["depth"] == 10 > merkle.CHUNK_LEVEL  # Chunks and upper nodes.
     standalone = _standalone()
     runner = CliRunner()
-    cli = typer.main.get_command(app)  # Built once: typer builds it again on every invoke.
+    # Built once (typer builds it again on every invoke); typer's click is a vendored copy,
+    # which click's runner drives as any command.
+    cli: Any = typer.main.get_command(app)
     path = tmp_path / "proof.json"
     totals = None
     for user, proof in zip(users, proofs, strict=True):
@@ -233,3 +241,56 @@ def test_a_1000_user_report_every_proof_and_three_verifiers_agree(
             assert result.exit_code == 1
             assert result.output.startswith(f"invalid [{ours_error.value.reason}]: ")
             assert result.output.count("\n") == 1
+
+
+def test_company_users_and_claims_are_not_users_and_never_lower_what_is_owed(
+        engine: Engine) -> None:
+    open_book(engine)
+    # A real user named "company" and the company's refund user "company:refunds".
+    fund(engine, ["company", "company:refunds"], 4_000_000)
+    fund(engine, ["u1"], 1_000_000)
+    with UnitOfWork(engine) as uow:
+        usdc = ledger.get_asset(uow, "USDC")
+        clearing = ledger.open_account(uow, chart.clearing_provider("acme"), usdc)
+        suspense = ledger.get_account(uow, chart.SUSPENSE_UNATTRIBUTED, "USDC")
+        # A claim on the provider (debit balance) and 5 USDC owed in suspense.
+        ledger.post(uow, Entry("claim", "adjustment", NOW, "tests",
+                               (debit(clearing, 5_000_000), credit(suspense, 5_000_000))))
+        uow.commit()
+    taken = _take(engine)
+    assert taken.report_id is not None
+    assert _leaves(engine, taken.report_id) == {("company", "USDC"): 4_000_000,
+                                                ("u1", "USDC"): 1_000_000}
+    with UnitOfWork(engine) as uow:
+        doc = service.report_document(uow, taken.report_id)
+        assert merkle.verify(service.user_proof(uow, "company"), doc["liabilities"]["root"]
+                             ).balances["USDC"] == 4_000_000
+    usdc_figures = {a["asset"]: a for a in doc["assets"]}["USDC"]
+    # Refunds owed (4) and suspense (5); the claim on the provider is not netted.
+    assert usdc_figures["liabilities_other"] == "9000000"
+    assert usdc_figures["liabilities"] == "14000000"
+    # No chain holds the custody the ledger has: the difference is unexplained.
+    assert usdc_figures["explained"] is False
+    assert {f.type for f in taken.findings} == {CaseType.RESERVES_SHORTFALL,
+                                                CaseType.RESERVES_DIFFERENCE_UNEXPLAINED}
+
+
+def test_a_stored_leaf_changed_after_publication_gives_no_proof_in_its_chunk(
+        engine: Engine, owner: Engine) -> None:
+    open_book(engine)
+    fund(engine, ["u1", "u2"], 2_000_000)
+    taken = _take(engine)
+    with owner.begin() as conn:
+        conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
+        conn.execute(sa.text("UPDATE reserve_leaves SET balances = ARRAY[0, 1]::numeric[] "
+                             "WHERE user_id = 'u2'"))
+    with UnitOfWork(engine) as uow:
+        # u2's leaf is changed, and u1's proof carries it as its sibling: neither is given.
+        for user in ("u1", "u2"):
+            with pytest.raises(ReportInconsistent):
+                service.user_proof(uow, user)
+        # The tables refuse a negative leaf even from their owner.
+        with pytest.raises(sa.exc.DBAPIError):
+            uow.conn.execute(sa.text(
+                "INSERT INTO reserve_nodes VALUES (:r, 9, 0, sha256('x'), ARRAY[-1])"),
+                {"r": taken.report_id})

@@ -60,7 +60,9 @@ CREATE TABLE reserve_leaves (
   position   integer NOT NULL CHECK (position >= 0),
   user_id    text NOT NULL,
   salt       bytea NOT NULL CHECK (length(salt) = 32),
-  balances   numeric[] NOT NULL,
+  -- The tree's range, enforced twice: a negative or overflowing value would hide liabilities.
+  balances   numeric[] NOT NULL
+             CHECK (0 <= ALL (balances) AND 340282366920938463463374607431768211456 > ALL (balances)),
   hash       bytea NOT NULL CHECK (length(hash) = 32),
   PRIMARY KEY (report_id, position),
   UNIQUE (report_id, user_id)
@@ -75,7 +77,8 @@ CREATE TABLE reserve_nodes (
   level      smallint NOT NULL CHECK (level BETWEEN 0 AND 40),
   position   integer NOT NULL CHECK (position >= 0),
   hash       bytea NOT NULL CHECK (length(hash) = 32),
-  sums       numeric[] NOT NULL,
+  sums       numeric[] NOT NULL
+             CHECK (0 <= ALL (sums) AND 340282366920938463463374607431768211456 > ALL (sums)),
   PRIMARY KEY (report_id, level, position)
 );
 COMMENT ON TABLE reserve_nodes IS
