@@ -170,3 +170,16 @@ def fund_transaction(api: Api, user: str, amount_minor: int = 150_000_000) -> in
             uow.conn, f"test:fund:{user}:USDC:{amount_minor}")
     assert txid is not None
     return txid
+
+
+def take_report(api: Api) -> int:
+    """A proof-of-reserves report of the ledger now, with no chain configured (on-chain
+    holdings zero, no address to sign)."""
+    from config.chains import parse_chains_config
+    from reserves import service
+
+    no_chains = parse_chains_config({"assets": {"USDC": {"scale": 6}, "ETH": {"scale": 18}}})
+    taken = service.take_report(api.engine, no_chains, now=datetime.now(UTC), taken_by="test",
+                                signer_of=lambda chain, address, index: None)
+    assert taken.report_id is not None, taken.findings
+    return taken.report_id

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.api.conftest import DEST, Api, fund_transaction, seed_deposit
+from tests.api.conftest import DEST, Api, fund_transaction, seed_deposit, take_report
 from tests.api.test_treasury import FUNDING, own_case
 
 #: Callers: acme (client, owns the resource), globex (another client), sam (support),
@@ -75,6 +75,19 @@ def _finding_case(api: Api) -> int:
         CaseType.BALANCE_DRIFT, f"account:{900 + n}", {"account_id": str(900 + n)}, "1", "2")],
         datetime.now(UTC))
     return recorded.opened[0]
+
+
+def _latest_report(api: Api) -> str:
+    """The newest report's path, after taking a fresh one."""
+    take_report(api)
+    return "/v1/reserves"
+
+
+def _proved_user(api: Api) -> str:
+    """A funded user of acme's inside a report taken after the funding."""
+    user = api.funded_user("acme")
+    take_report(api)
+    return user
 
 
 W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
@@ -191,6 +204,14 @@ ENDPOINTS: dict[str, Endpoint] = {
         (403, 403, 403, 409, 403, 401), money=True),
     "list_refills": Endpoint("GET", lambda a: ("/v1/admin/refills", None),
                              (403, 403, 200, 200, 403, 401)),
+    # A report is published: every authenticated scope reads it.
+    "latest_report": Endpoint("GET", lambda a: (_latest_report(a), None),
+                              (200, 200, 200, 200, 200, 401)),
+    "get_report": Endpoint("GET", lambda a: (f"/v1/reserves/{take_report(a)}", None),
+                           (200, 200, 200, 200, 200, 401)),
+    "reserves_proof": Endpoint(
+        "GET", lambda a: (f"/v1/reserves/proofs/{_proved_user(a)}", None),
+        (200, 404, 200, 200, 403, 401)),
 }
 
 

@@ -5,20 +5,9 @@ anyone; the proof verifies against the published root; bad ids are refused."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from config.chains import parse_chains_config
-from reserves import merkle, service
+from reserves import merkle
 from tests.api.conftest import Api
-
-NO_CHAINS = parse_chains_config({"assets": {"USDC": {"scale": 6}, "ETH": {"scale": 18}}})
-
-
-def _take(api: Api) -> int:
-    taken = service.take_report(api.engine, NO_CHAINS, now=datetime.now(UTC), taken_by="test",
-                                signer_of=lambda chain, address, index: None)
-    assert taken.report_id is not None
-    return taken.report_id
+from tests.api.conftest import take_report as _take
 
 
 def test_reports_and_proofs_by_scope(api: Api) -> None:
