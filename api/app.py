@@ -31,6 +31,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from datetime import datetime
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +39,7 @@ from api import metrics, problems
 from api.ratelimit import RateLimits
 from api.routes import admin, deposits, reserves, system, users, withdrawals
 from api.routes.deps import ApiContext, utc_now
+from api.web import routes as web
 from config.chains import ChainsConfig
 from config.logging import correlation_id
 from config.settings import Settings
@@ -146,7 +148,9 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
                 await stack.enter_async_context(hook(app))
             yield
 
-    app = FastAPI(title="custody", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    # /docs and /redoc with Swagger UI's and ReDoc's assets served by the engine (no CDN).
+    app = FastAPIOffline(title="custody", version="0.1.0", description=DESCRIPTION,
+                         lifespan=lifespan, static_url="/docs/static")
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
                                idempotency_stale_s=idempotency_stale_s,
@@ -158,6 +162,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     app.add_middleware(RequestIdMiddleware)
     for module in (system, users, deposits, withdrawals, reserves, admin):
         app.include_router(module.router)
+    web.install(app)
     return app
 
 

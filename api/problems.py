@@ -14,10 +14,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.web import errors as _console
 from chains import errors as ce
 from config.errors import ConfigurationInvalid, CustodyError, DatabaseUnavailable
 from config.uow import sqlstate
@@ -185,8 +186,11 @@ def problem(
     *,
     headers: dict[str, str] | None = None,
     **extra: Any,
-) -> JSONResponse:
-    """A problem document: type, title, status, detail, the stable code and the request id."""
+) -> Response:
+    """A problem document: type, title, status, detail, the stable code and the request id;
+    on a console page (``api.web``), the console's error page (or its sign-in page) instead."""
+    if _console.is_console(request):
+        return _console.page_for(request, status, code, detail)
     body = {
         "type": f"urn:custody:problem:{code}",
         "title": _title(code),
@@ -199,7 +203,7 @@ def problem(
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
-async def _custody_error(request: Request, exc: Exception) -> JSONResponse:
+async def _custody_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CustodyError)
     status = status_of(exc)
     headers = None
@@ -219,14 +223,14 @@ def _errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
-async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = _errors(exc)
     where = ", ".join(".".join(str(p) for p in e["loc"]) for e in errors[:5])
     return problem(request, 422, "request_invalid", f"invalid request: {where}", errors=errors)
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode: bad input like any other, 422.
@@ -236,7 +240,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
                    headers=dict(exc.headers) if exc.headers else None)
 
 
-async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+async def _database_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, sa_exc.DBAPIError)
     state = sqlstate(exc) or ""
     if state.startswith("22"):
@@ -249,7 +253,7 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     raise exc
 
 
-async def response_for(request: Request, exc: Exception) -> JSONResponse:
+async def response_for(request: Request, exc: Exception) -> Response:
     """The problem response the handlers ``install`` registers give for ``exc``, for code that
     answers before the app's exception middleware (``api.routes.users.BalancesFastPath``);
     an exception no handler takes is raised again (a 500, as from a route)."""

@@ -93,6 +93,11 @@ def is_deposit_address(uow: UnitOfWork, family: str, address: str) -> bool:
     return bool(repo.users_of_addresses(uow.conn, family, [address]))
 
 
+def user_of_address(uow: UnitOfWork, family: str, address: str) -> str | None:
+    """The user whose deposit address in ``family`` is ``address`` (any case), if any."""
+    return repo.users_of_addresses(uow.conn, family, [address]).get(address.lower())
+
+
 # --------------------------------------------------------------------------- balances, views
 
 

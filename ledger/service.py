@@ -557,6 +557,45 @@ class StatementLine:
     recorded_at: datetime
 
 
+def _statement_accounts(uow: UnitOfWork, user_id: str, asset_code: str
+                        ) -> tuple[dict[str, str], dict[int, Account]]:
+    """The user's wallet and withdrawals account codes (to their statement names), and those
+    of the accounts in ``asset_code`` that exist, by id."""
+    get_asset(uow, asset_code)
+    wanted = {chart.user_wallet(user_id).code: "wallet",
+              chart.user_withdrawals(user_id).code: "withdrawals"}
+    return wanted, {a.id: a for a in repo.find_accounts(uow.conn, list(wanted))
+                    if a.asset.code == asset_code}
+
+
+@dataclass(frozen=True)
+class StatementStart:
+    """Where a statement starts: the postings after ``after_posting_id`` are its lines, and the
+    available and posted balances before them are its opening balances."""
+
+    after_posting_id: int
+    available_minor: int
+    posted_minor: int
+
+
+def statement_start(uow: UnitOfWork, user_id: str, asset_code: str, *,
+                    recorded_before: datetime | None = None,
+                    after_posting_id: int | None = None) -> StatementStart:
+    """The opening of the user's statement in ``asset_code``: before the first posting recorded
+    at or after ``recorded_before``, or after the posting ``after_posting_id`` (a next page);
+    with neither, the beginning (zero)."""
+    wanted, by_id = _statement_accounts(uow, user_id, asset_code)
+    if after_posting_id is None:
+        after_posting_id = (0 if recorded_before is None or not by_id else
+                            repo.last_posting_before(uow.conn, list(by_id), recorded_before))
+    if not by_id or after_posting_id == 0:
+        return StatementStart(after_posting_id, 0, 0)
+    sums = {a: by_id[a].normal(raw)
+            for a, raw in repo.sums_through(uow.conn, list(by_id), after_posting_id).items()}
+    wallet = sum(v for a, v in sums.items() if wanted[by_id[a].code] == "wallet")
+    return StatementStart(after_posting_id, wallet, sum(sums.values()))
+
+
 def statement(
     uow: UnitOfWork, user_id: str, asset_code: str, *, after_posting_id: int = 0,
     limit: int = 100,
@@ -565,14 +604,9 @@ def statement(
     running available and posted balances (a page: pass the last posting id for the next)."""
     if not 1 <= limit <= 1000:
         raise EntryInvalid("limit must be between 1 and 1000")
-    get_asset(uow, asset_code)
-    wanted = {chart.user_wallet(user_id).code: "wallet",
-              chart.user_withdrawals(user_id).code: "withdrawals"}
-    accounts = [a for a in repo.find_accounts(uow.conn, list(wanted))
-                if a.asset.code == asset_code]
-    if not accounts:
+    wanted, by_id = _statement_accounts(uow, user_id, asset_code)
+    if not by_id:
         return []
-    by_id = {a.id: a for a in accounts}
     running = {a: by_id[a].normal(raw)
                for a, raw in repo.sums_through(uow.conn, list(by_id), after_posting_id).items()}
     lines = []

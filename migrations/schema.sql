@@ -253,6 +253,29 @@ $$;
 ALTER FUNCTION public.cases_resolve_withdrawal_case() OWNER TO CURRENT_USER;
 
 --
+-- Name: console_session_end_only(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.console_session_end_only() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF OLD.ended_at IS NOT NULL OR NEW.ended_at IS NULL
+     OR (NEW.id, NEW.token_digest, NEW.key_id, NEW.csrf_token, NEW.created_at, NEW.expires_at)
+        IS DISTINCT FROM
+        (OLD.id, OLD.token_digest, OLD.key_id, OLD.csrf_token, OLD.created_at, OLD.expires_at)
+  THEN
+    RAISE EXCEPTION 'console session %: only ended_at may be set, once', OLD.id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.console_session_end_only() OWNER TO CURRENT_USER;
+
+--
 -- Name: deposit_case_votes_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2597,6 +2620,77 @@ ALTER SEQUENCE public.cold_transfers_id_seq OWNED BY public.cold_transfers.id;
 
 
 --
+-- Name: console_secrets; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.console_secrets (
+    id smallint NOT NULL,
+    secret text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT console_secrets_id_check CHECK ((id = 1)),
+    CONSTRAINT console_secrets_secret_check CHECK ((length(secret) >= 43))
+);
+
+
+ALTER TABLE public.console_secrets OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE console_secrets; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.console_secrets IS 'The signing key of the console''s session cookies (one row, never changed).';
+
+
+--
+-- Name: console_sessions; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.console_sessions (
+    id bigint NOT NULL,
+    token_digest text NOT NULL,
+    key_id bigint NOT NULL,
+    csrf_token text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    CONSTRAINT console_sessions_check CHECK ((expires_at > created_at)),
+    CONSTRAINT console_sessions_check1 CHECK (((ended_at IS NULL) OR (ended_at >= created_at))),
+    CONSTRAINT console_sessions_csrf_token_check CHECK ((csrf_token ~ '^[A-Za-z0-9_-]{43}$'::text)),
+    CONSTRAINT console_sessions_token_digest_check CHECK ((token_digest ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+ALTER TABLE public.console_sessions OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE console_sessions; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.console_sessions IS 'Staff console sessions: the SHA-256 of the cookie''s token, the API key signed in with, the CSRF token of its forms, and when it expires or ended. Rows are never deleted; only ended_at changes, once (triggers/console_sessions.sql).';
+
+
+--
+-- Name: console_sessions_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.console_sessions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.console_sessions_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: console_sessions_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.console_sessions_id_seq OWNED BY public.console_sessions.id;
+
+
+--
 -- Name: deposit_addresses; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -4743,6 +4837,13 @@ ALTER TABLE ONLY public.cold_transfers ALTER COLUMN id SET DEFAULT nextval('publ
 
 
 --
+-- Name: console_sessions id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.console_sessions ALTER COLUMN id SET DEFAULT nextval('public.console_sessions_id_seq'::regclass);
+
+
+--
 -- Name: deposit_case_votes id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5134,6 +5235,30 @@ ALTER TABLE ONLY public.cold_transfers
 
 ALTER TABLE ONLY public.cold_transfers
     ADD CONSTRAINT cold_transfers_request_key_key UNIQUE (request_key);
+
+
+--
+-- Name: console_secrets console_secrets_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.console_secrets
+    ADD CONSTRAINT console_secrets_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: console_sessions console_sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.console_sessions
+    ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: console_sessions console_sessions_token_digest_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.console_sessions
+    ADD CONSTRAINT console_sessions_token_digest_key UNIQUE (token_digest);
 
 
 --
@@ -5751,6 +5876,13 @@ CREATE INDEX api_users_client_idx ON public.api_users USING btree (client_id, id
 
 
 --
+-- Name: api_users_reference; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX api_users_reference ON public.api_users USING btree (reference) WHERE (reference IS NOT NULL);
+
+
+--
 -- Name: cases_open_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5783,6 +5915,13 @@ CREATE UNIQUE INDEX cold_transfers_one_open ON public.cold_transfers USING btree
 --
 
 CREATE INDEX cold_transfers_state_idx ON public.cold_transfers USING btree (chain, state, id);
+
+
+--
+-- Name: console_sessions_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX console_sessions_key ON public.console_sessions USING btree (key_id);
 
 
 --
@@ -6031,6 +6170,13 @@ CREATE INDEX withdrawals_user_asset_idx ON public.withdrawals USING btree (user_
 
 
 --
+-- Name: withdrawals_user_id_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawals_user_id_idx ON public.withdrawals USING btree (user_id, id);
+
+
+--
 -- Name: account_balances account_balances_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6168,6 +6314,34 @@ CREATE TRIGGER cold_transfer_events_append_only BEFORE DELETE OR UPDATE ON publi
 --
 
 CREATE TRIGGER cold_transfer_events_no_truncate BEFORE TRUNCATE ON public.cold_transfer_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: console_secrets console_secrets_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER console_secrets_append_only BEFORE DELETE OR UPDATE ON public.console_secrets FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: console_sessions console_sessions_end_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER console_sessions_end_only BEFORE UPDATE ON public.console_sessions FOR EACH ROW EXECUTE FUNCTION public.console_session_end_only();
+
+
+--
+-- Name: console_sessions console_sessions_no_delete; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER console_sessions_no_delete BEFORE DELETE ON public.console_sessions FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: console_sessions console_sessions_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER console_sessions_no_truncate BEFORE TRUNCATE ON public.console_sessions FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -6914,6 +7088,14 @@ ALTER TABLE ONLY public.cold_transfer_events
 
 
 --
+-- Name: console_sessions console_sessions_key_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.console_sessions
+    ADD CONSTRAINT console_sessions_key_id_fkey FOREIGN KEY (key_id) REFERENCES public.api_keys(id);
+
+
+--
 -- Name: deposit_case_refunds deposit_case_refunds_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7572,6 +7754,34 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.cold_transfers TO custody_app;
 --
 
 GRANT USAGE ON SEQUENCE public.cold_transfers_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE console_secrets; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.console_secrets TO custody_app;
+
+
+--
+-- Name: TABLE console_sessions; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.console_sessions TO custody_app;
+
+
+--
+-- Name: COLUMN console_sessions.ended_at; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(ended_at) ON TABLE public.console_sessions TO custody_app;
+
+
+--
+-- Name: SEQUENCE console_sessions_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT USAGE ON SEQUENCE public.console_sessions_id_seq TO custody_app;
 
 
 --

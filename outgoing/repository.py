@@ -130,6 +130,14 @@ def list_attempts_many(conn: Connection, kind: MovementKind,
     return found
 
 
+def movement_of_tx_hash(conn: Connection, kind: MovementKind, tx_hash: str) -> int | None:
+    """The movement of ``kind`` one of whose attempts has ``tx_hash``, if any."""
+    found = conn.execute(
+        sa.text(f"SELECT {kind.column} FROM outgoing_attempts WHERE tx_hash = :h "
+                "AND movement_kind = :k"), {"h": tx_hash, "k": kind.value}).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
 def try_lock(conn: Connection, key: str) -> bool:
     """Session-level lock on ``key`` (one step of one job per chain across processes; released
     with the connection, so a killed process releases it)."""

@@ -68,6 +68,8 @@ class ApiContext:
     #: :meth:`sweeps_config`).
     sweeps: SweepsConfig | None = None
     _sweepers: dict[str, tuple[ChainGate, SweepContext]] = field(default_factory=dict)
+    #: The staff console's signing secret, once read (``api.web.session``).
+    console_secret: str | None = field(default=None, repr=False)
 
     @cached_property
     def readers(self) -> ThreadPoolExecutor:

@@ -10,6 +10,7 @@ import asyncio
 import functools
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -137,13 +138,20 @@ def read_balances(ctx: ApiContext, user_id: str, as_of: str | None, known_at: st
     def read(uow: UnitOfWork, principal: Principal) -> bytes:
         at = parse_instant(as_of, what="as_of")
         known = parse_instant(known_at, what="known_at")
-        historic = at is not None or known is not None
-        pending = None if historic else deposits.pending_incoming(uow, user_id)
-        rows = ledger.user_balances(uow, user_id, as_of=at, known_at=known,
-                                    pending_incoming=pending)
+        rows = balance_rows(uow, user_id, at, known)
         return balances_json(user_id, at or ctx.clock(), known, rows)
 
     return read
+
+
+def balance_rows(uow: UnitOfWork, user_id: str, as_of: datetime | None,
+                 known_at: datetime | None) -> list[ledger.UserBalance]:
+    """The user's balances per asset as ``GET balances`` reads them (the console's user page
+    too): pending incoming from the deposits only for now (zero for the past)."""
+    historic = as_of is not None or known_at is not None
+    pending = None if historic else deposits.pending_incoming(uow, user_id)
+    return ledger.user_balances(uow, user_id, as_of=as_of, known_at=known_at,
+                                pending_incoming=pending)
 
 
 _BALANCES_PATH = re.compile(r"^/v1/users/([^/]+)/balances$")

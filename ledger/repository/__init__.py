@@ -72,7 +72,12 @@ from ledger.repository.posting import (
     to_arrays,
     to_one_params,
 )
-from ledger.repository.statements import StatementRow, postings_after, sums_through
+from ledger.repository.statements import (
+    StatementRow,
+    last_posting_before,
+    postings_after,
+    sums_through,
+)
 from ledger.repository.transactions import (
     PostingRecord,
     TransactionRecord,
@@ -121,6 +126,7 @@ __all__ = [
     "post_one_alone",
     "posting_faults",
     "posting_watermark",
+    "last_posting_before",
     "postings_after",
     "replay_accounts",
     "replay_params",

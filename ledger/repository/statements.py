@@ -40,6 +40,21 @@ def sums_through(conn: Connection, account_ids: Sequence[int], posting_id: int) 
     return {a: found.get(a, 0) for a in account_ids}
 
 
+def last_posting_before(conn: Connection, account_ids: Sequence[int], recorded_before: datetime
+                        ) -> int:
+    """The id of the last posting of ``account_ids`` whose transaction was recorded before
+    ``recorded_before`` (0: none)."""
+    found = conn.execute(
+        sa.text(
+            "SELECT max(p.id) FROM ledger_postings p"
+            " JOIN ledger_transactions x ON x.id = p.transaction_id"
+            " WHERE p.account_id = ANY(:ids) AND x.recorded_at < :t"
+        ),
+        {"ids": list(account_ids), "t": recorded_before},
+    ).scalar_one()
+    return int(found or 0)
+
+
 def postings_after(
     conn: Connection, account_ids: Sequence[int], after_posting_id: int, limit: int
 ) -> list[StatementRow]:

@@ -8,7 +8,6 @@ that was never seen rendered is not tested.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -18,10 +17,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from reserves.html import decimal_text, render_report
 from reserves.model import AssetReserves
+from tests.support.browser import chromium
 
 ROOT = "4f" * 8 + "0123456789abcdef" * 3
 BLOCK_HASH = "0x" + "ab" * 32
@@ -102,15 +102,8 @@ class Loaded:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Debian's Chromium under Playwright, once per module."""
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("chromium is not on PATH: run `make browser` (on Debian: apt-get install "
-                    "-y chromium); the HTML report must be tested in a real browser",
-                    pytrace=False)
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _open(browser: Browser, path: Path, html: str) -> Loaded:

@@ -29,6 +29,7 @@ from withdrawals.repository.attempts import (
     list_attempts,
     try_lock_chain,
     unlock_chain,
+    withdrawal_of_tx_hash,
 )
 from withdrawals.repository.decisions import DecisionRecord, insert_decision, list_decisions
 from withdrawals.repository.holds import (
@@ -63,6 +64,7 @@ from withdrawals.repository.withdrawals import (
     list_ids_in_states,
     list_ids_with_open_nonce,
     record_transition,
+    withdrawals_of_user,
 )
 
 __all__ = [
@@ -82,6 +84,8 @@ __all__ = [
     "find_by_key",
     "find_return",
     "get_withdrawal",
+    "withdrawals_of_user",
+    "withdrawal_of_tx_hash",
     "ids_signing_since",
     "ids_waiting_for_gas",
     "in_flight_max_gas",

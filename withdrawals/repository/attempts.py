@@ -37,6 +37,11 @@ def list_attempts(conn: Connection, withdrawal_id: int) -> list[Attempt]:
     return outgoing.list_attempts(conn, MovementKind.WITHDRAWAL, withdrawal_id)
 
 
+def withdrawal_of_tx_hash(conn: Connection, tx_hash: str) -> int | None:
+    """The withdrawal one of whose attempts has ``tx_hash`` (lower case), if any."""
+    return outgoing.movement_of_tx_hash(conn, MovementKind.WITHDRAWAL, tx_hash)
+
+
 def try_lock_chain(conn: Connection, chain: str) -> bool:
     """Session-level lock: one processor step per chain across processes (released on close)."""
     return outgoing.try_lock(conn, chain)

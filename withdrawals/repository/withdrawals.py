@@ -90,6 +90,17 @@ def find_by_key(conn: Connection, user_id: str, request_key: str) -> WithdrawalR
     return _withdrawal(row) if row else None
 
 
+def withdrawals_of_user(conn: Connection, user_id: str, *, limit: int,
+                        before_id: int | None = None) -> list[WithdrawalRecord]:
+    """The user's withdrawals, newest first, with ids below ``before_id`` when given (keyset
+    pagination on ``withdrawals_user_id_idx``)."""
+    rows = conn.execute(
+        sa.text("SELECT * FROM withdrawals WHERE user_id = :u "
+                "AND (CAST(:b AS bigint) IS NULL OR id < :b) ORDER BY id DESC LIMIT :n"),
+        {"u": user_id, "b": before_id, "n": limit})
+    return [_withdrawal(r) for r in rows]
+
+
 def list_ids_in_states(conn: Connection, chain: str, states: Sequence[State],
                        limit: int) -> list[int]:
     """Ids of withdrawals of ``chain`` in ``states``, oldest first."""

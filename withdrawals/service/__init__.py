@@ -41,10 +41,13 @@ from withdrawals.service.transitions import Gas, Settlement, apply, gas_entry, s
 from withdrawals.service.views import (
     OpenItem,
     Timeline,
+    find_withdrawal,
     get_withdrawal,
     open_items,
     timeline,
     unknown_outcomes,
+    user_withdrawals,
+    withdrawal_of_tx_hash,
 )
 
 __all__ = [
@@ -68,6 +71,7 @@ __all__ = [
     "approve",
     "cancel",
     "gas_entry",
+    "find_withdrawal",
     "get_withdrawal",
     "link_return",
     "log",
@@ -78,6 +82,8 @@ __all__ = [
     "settle_entry",
     "timeline",
     "unknown_outcomes",
+    "user_withdrawals",
+    "withdrawal_of_tx_hash",
     "validate_request",
     "vote_write_off",
     "waiting",

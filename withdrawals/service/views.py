@@ -29,6 +29,25 @@ def get_withdrawal(engine: Engine, withdrawal_id: int) -> WithdrawalRecord:
     return w
 
 
+def find_withdrawal(uow: UnitOfWork, withdrawal_id: int) -> WithdrawalRecord | None:
+    """A withdrawal by id, or None."""
+    return repo.get_withdrawal(uow.conn, withdrawal_id)
+
+
+def user_withdrawals(uow: UnitOfWork, user_id: str, *, limit: int,
+                     before_id: int | None = None) -> list[WithdrawalRecord]:
+    """A page of the user's withdrawals, newest first (pass the last id of the previous page as
+    ``before_id`` for the next)."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    return repo.withdrawals_of_user(uow.conn, user_id, limit=limit, before_id=before_id)
+
+
+def withdrawal_of_tx_hash(uow: UnitOfWork, tx_hash: str) -> int | None:
+    """The withdrawal that broadcast (or signed) the transaction ``tx_hash``, if any."""
+    return repo.withdrawal_of_tx_hash(uow.conn, tx_hash.lower())
+
+
 def unknown_outcomes(uow: UnitOfWork, chain: str, *, limit: int) -> list[WithdrawalRecord]:
     """Withdrawals of ``chain`` whose outcome is unknown (``unknown`` or awaiting a write-off),
     oldest first, at most ``limit``."""
