@@ -9,10 +9,10 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from api.web import pages, users
+from api.web import actions, pages, queues, timelines, users
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = (pages.router, users.router)
+ROUTERS = (pages.router, users.router, timelines.router, queues.router, actions.router)
 
 
 def install(app: FastAPI) -> None:

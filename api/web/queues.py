@@ -1,0 +1,7 @@
+"""The console's queues pages (being built)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(prefix="/console", include_in_schema=False)
