@@ -31,11 +31,10 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from datetime import datetime
 
 from fastapi import FastAPI
-from fastapi_offline import FastAPIOffline
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import metrics, problems
+from api import docs_pages, metrics, problems
 from api.ratelimit import RateLimits
 from api.routes import admin, deposits, reserves, system, users, withdrawals
 from api.routes.deps import ApiContext, utc_now
@@ -148,9 +147,10 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
                 await stack.enter_async_context(hook(app))
             yield
 
-    # /docs and /redoc with Swagger UI's and ReDoc's assets served by the engine (no CDN).
-    app = FastAPIOffline(title="custody", version="0.1.0", description=DESCRIPTION,
-                         lifespan=lifespan, static_url="/docs/static")
+    # /docs and /redoc are api.docs_pages': their assets come from the engine, not a CDN.
+    app = FastAPI(title="custody", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
+    docs_pages.install(app)
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
                                idempotency_stale_s=idempotency_stale_s,

@@ -6324,6 +6324,13 @@ CREATE TRIGGER console_secrets_append_only BEFORE DELETE OR UPDATE ON public.con
 
 
 --
+-- Name: console_secrets console_secrets_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER console_secrets_no_truncate BEFORE TRUNCATE ON public.console_secrets FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: console_sessions console_sessions_end_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 

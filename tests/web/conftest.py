@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
-from tests.api.conftest import Api, serve
-from tests.support.browser import chromium
-
 # The fixtures of tests/api (the book, keys) and the ledger's.
-from tests.api.conftest import api  # noqa: F401  (a fixture, registered by import)
+from tests.api.conftest import (
+    Api,
+    api,  # noqa: F401  (a fixture, registered by import)
+    serve,
+)
+from tests.support.browser import chromium
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +46,8 @@ class Console:
     browser: Browser
     shots: Path
     requested: list[str] = field(default_factory=list)
+    #: Requests the page's Content-Security-Policy refused: they never left the browser.
+    refused: list[str] = field(default_factory=list)
     _contexts: list[BrowserContext] = field(default_factory=list)
 
     @property
@@ -55,6 +59,8 @@ class Console:
         """A fresh browser page (its own cookies), its requests recorded."""
         context = self.browser.new_context()
         context.on("request", lambda request: self.requested.append(request.url))
+        context.on("requestfailed", lambda request: self.refused.append(request.url)
+                   if "csp" in (request.failure or "").lower() else None)
         self._contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(15_000)
@@ -75,10 +81,13 @@ class Console:
         page.screenshot(path=str(path), full_page=True)
         return path
 
-    def external(self) -> list[str]:
-        """Every recorded URL that is not the engine's own."""
-        return [u for u in self.requested
-                if not (u.startswith(self.url + "/") or u == self.url or u.startswith("data:"))]
+    def external(self, *, refused_too: bool = True) -> list[str]:
+        """Every recorded URL that is not the engine's own (a ``data:`` URL or a ``blob:`` of
+        the engine's origin is); with ``refused_too=False``, not those the page's policy
+        refused before they left the browser."""
+        own = (self.url + "/", "blob:" + self.url + "/", "data:")
+        return [u for u in self.requested if not (u.startswith(own) or u == self.url)
+                and (refused_too or u not in self.refused)]
 
     def close(self) -> None:
         """Close every context opened."""
@@ -87,7 +96,7 @@ class Console:
 
 
 @pytest.fixture
-def console(api: Api, browser: Browser, screenshots: Path) -> Iterator[Console]:
+def console(api: Api, browser: Browser, screenshots: Path) -> Iterator[Console]:  # noqa: F811
     """The console of this test's API, in Chromium."""
     found = Console(api, browser, screenshots)
     try:

@@ -23,6 +23,3 @@ CREATE TRIGGER console_sessions_no_delete BEFORE DELETE ON console_sessions
 DROP TRIGGER IF EXISTS console_sessions_no_truncate ON console_sessions;
 CREATE TRIGGER console_sessions_no_truncate BEFORE TRUNCATE ON console_sessions
   FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
-DROP TRIGGER IF EXISTS console_secrets_append_only ON console_secrets;
-CREATE TRIGGER console_secrets_append_only BEFORE UPDATE OR DELETE ON console_secrets
-  FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
