@@ -116,7 +116,8 @@ def test_a_forged_or_tampered_cookie_is_refused(console: Console) -> None:
     assert "/console/login" in page.url
     # The same cookie, untampered, set the same way, is a session.
     page.context.clear_cookies()
-    page.context.add_cookies([{**tampered, "value": cookie["value"]}])  # type: ignore[list-item]
+    untampered = {**tampered, "value": cookie["value"]}
+    page.context.add_cookies([untampered])  # type: ignore[list-item]
     page.goto(f"{console.url}/console")
     assert page.url.endswith("/console")
 
