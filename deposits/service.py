@@ -115,6 +115,12 @@ def waiting_for_finality(uow: UnitOfWork, chain: str, *, limit: int) -> list[Dep
         uow.conn, chain, [DepositState.INCLUDED, DepositState.UNCONFIRMED], limit=limit)
 
 
+def held_for_review(uow: UnitOfWork, chain: str, *, limit: int) -> list[DepositRecord]:
+    """Deposits of ``chain`` held for a person's review (nothing posted), oldest first, at most
+    ``limit``."""
+    return repo.deposits_in_states(uow.conn, chain, [DepositState.HELD_FOR_REVIEW], limit=limit)
+
+
 @dataclass(frozen=True)
 class TimelineEntry:
     """One deposit of a transaction: its facts, its history and its ledger transactions."""

@@ -48,6 +48,7 @@ from withdrawals.service.views import (
     unknown_outcomes,
     user_withdrawals,
     withdrawal_of_tx_hash,
+    withdrawals_in_states,
 )
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "unknown_outcomes",
     "user_withdrawals",
     "withdrawal_of_tx_hash",
+    "withdrawals_in_states",
     "validate_request",
     "vote_write_off",
     "waiting",

@@ -1,9 +1,11 @@
-"""Reads: a withdrawal by id, the unknown outcomes of a chain, the open items (reserves not closed
-yet, flagged and logged past the SLA) and the timeline of one withdrawal.
+"""Reads: a withdrawal by id, the withdrawals of a chain in given states, the unknown outcomes
+of a chain, the open items (reserves not closed yet, flagged and logged past the SLA) and the
+timeline of one withdrawal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -53,6 +55,15 @@ def unknown_outcomes(uow: UnitOfWork, chain: str, *, limit: int) -> list[Withdra
     oldest first, at most ``limit``."""
     ids = repo.list_ids_in_states(uow.conn, chain, [State.UNKNOWN, State.AWAITING_WRITE_OFF],
                                   limit)
+    found = [repo.get_withdrawal(uow.conn, wid) for wid in ids]
+    return [w for w in found if w is not None]
+
+
+def withdrawals_in_states(uow: UnitOfWork, chain: str, states: Sequence[State], *,
+                         limit: int) -> list[WithdrawalRecord]:
+    """Withdrawals of ``chain`` in ``states`` (waiting for approval, held...), oldest first, at
+    most ``limit``."""
+    ids = repo.list_ids_in_states(uow.conn, chain, states, limit)
     found = [repo.get_withdrawal(uow.conn, wid) for wid in ids]
     return [w for w in found if w is not None]
 
