@@ -115,6 +115,14 @@ def _finality(e: DepositEventRecord) -> Said:
                 e.block_hash, f"evidence: {said}{'; ' + rest if rest else ''}")
 
 
+def _attested(evidence: Mapping[str, Any]) -> str:
+    """The custody record's verdict of a booking event (its finality is on its own line)."""
+    attestation = evidence.get("attestation")
+    if isinstance(attestation, Mapping):
+        return "custody record: " + evidence_words(attestation)
+    return evidence_words(evidence)
+
+
 def deposit_event_words(e: DepositEventRecord) -> Said:
     """A deposit history row in words: ``seen in block N``, ``reorged out of block N``,
     ``included again in block M``, ``N confirmations``, ``final under rule R`` (with its
@@ -143,16 +151,16 @@ def deposit_event_words(e: DepositEventRecord) -> Said:
             return _finality(e)
         case "attested_for_user":
             return Said(f"credited to the user{_by_transaction(txid)} (the custody record "
-                        "agrees)", detail=evidence_words(ev))
+                        "agrees)", detail=_attested(ev))
         case "attested_for_suspense":
             return Said(f"booked to suspense{_by_transaction(txid)}"
-                        f"{': ' + why if why else ''}", detail=evidence_words(ev))
+                        f"{': ' + why if why else ''}", detail=_attested(ev))
         case "custody_record_disagreed":
             return Said(f"held for review: the custody record disagrees"
-                        f"{': ' + why if why else ''}", detail=evidence_words(ev))
+                        f"{': ' + why if why else ''}", detail=_attested(ev))
         case "conversion_inexact":
             return Said("held for review: the amount does not convert exactly to the ledger's "
-                        "scale", detail=evidence_words(ev))
+                        "scale", detail=_attested(ev))
         case "provider_completed_early":
             return Said("held for review: the custody provider called it complete before "
                         "finality", detail=evidence_words(ev))
@@ -164,10 +172,10 @@ def deposit_event_words(e: DepositEventRecord) -> Said:
                         detail=evidence_words(ev))
         case "funding_matched":
             return Said(f"a declared treasury funding: booked as company capital"
-                        f"{_by_transaction(txid)}", detail=evidence_words(ev))
+                        f"{_by_transaction(txid)}", detail=_attested(ev))
         case "own_unattributed":
             return Said(f"to our own address but not declared: booked to suspense"
-                        f"{_by_transaction(txid)}, a case is open", detail=evidence_words(ev))
+                        f"{_by_transaction(txid)}, a case is open", detail=_attested(ev))
         case "capital_decided":
             return Said(f"decided company capital by two admins{_by_transaction(txid)}",
                         detail=evidence_words(ev))

@@ -154,7 +154,7 @@ def _attempts(tl: withdrawals.Timeline) -> list[AttemptView]:
     for a in tl.attempts:
         outcome = last.get(a.id, "no outcome recorded yet")
         if tl.withdrawal.landed_attempt_id == a.id:
-            outcome = f"landed on chain; the withdrawal is {tl.withdrawal.state} ({outcome})"
+            outcome = f"landed on chain: {outcome}"
         found.append(AttemptView(a, outcome))
     return found
 
