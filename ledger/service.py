@@ -136,6 +136,12 @@ def get_account(uow: UnitOfWork, code: str, asset_code: str) -> Account:
     return account
 
 
+def accounts_by_ids(uow: UnitOfWork, ids: Sequence[int]) -> dict[int, Account]:
+    """The accounts with these ids (with their codes and assets), by id; an unknown id is
+    left out."""
+    return repo.get_accounts_by_id(uow.conn, sorted(set(ids))) if ids else {}
+
+
 def open_user_accounts(uow: UnitOfWork, user_id: str, asset: Asset) -> tuple[Account, Account]:
     """The user's wallet and withdrawals accounts in ``asset``, opened if needed."""
     return (
