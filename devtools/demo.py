@@ -127,6 +127,7 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     started.append(engine.dispose)
     key = create_key(engine, "demo", "client").key
     admin_key = create_key(engine, "demo-operator", "admin").key
+    support_key = create_key(engine, "demo-support", "support").key
     receiver = WebhookReceiver().start()
     started.append(receiver.stop)
     receiver.secret = set_endpoint(engine, "demo", receiver.url).secret
@@ -168,6 +169,9 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     console.print(f"API:          {server.url}", highlight=False)
     console.print(f"docs:         {server.url}/docs", highlight=False)
     console.print(f"demo API key: {key}", highlight=False, soft_wrap=True)
+    console.print(f"console:      {server.url}/console (sign in with the support key "
+                  f"{support_key}, or the admin key {admin_key})", highlight=False,
+                  soft_wrap=True)
     console.print(f"try:          curl -H 'Authorization: Bearer {key}' "
                   f"{server.url}/v1/users/{story.users['bob']}/balances", highlight=False,
                   soft_wrap=True)

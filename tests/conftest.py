@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from playwright.sync_api import Browser
 from sqlalchemy.engine import Engine
 
 import migrations
 from config.database import embedded_url, make_engine, owner_engine, with_database
+from tests.support.browser import chromium
 
 TEMPLATE = "custody_template"
 _counter = itertools.count()
@@ -88,3 +90,11 @@ def owner(database_url: str) -> Iterator[Engine]:
     eng = owner_engine(database_url)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium under Playwright, one per test process (Playwright's sync API runs
+    one instance per thread: every browser test shares this one)."""
+    with chromium() as launched:
+        yield launched

@@ -9,6 +9,7 @@ Support may read (ledger transactions, open cases); only admin changes anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -18,7 +19,7 @@ from api import idempotency, own_addresses
 from api.auth import AdminScope, Principal, StaffReader, require
 from api.idempotency import IdempotencyKey
 from api.routes import cases, holdings, treasury
-from api.routes.deps import AUTHED, MONEY, Uow, context, problems
+from api.routes.deps import AUTHED, MONEY, ApiContext, Uow, context, problems
 from api.routes.views import withdrawal_view
 from api.schemas import (
     LedgerTransaction,
@@ -143,7 +144,15 @@ def vote_write_off(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """``sent`` settles, ``not_sent`` releases, once two different admins agree."""
-    ctx = context(request)
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.write_off_vote",
+                           {"withdrawal_id": withdrawal_id}, body,
+                           write_off_work(context(request), withdrawal_id, principal, body),
+                           audited=True)
+
+
+def write_off_work(ctx: ApiContext, withdrawal_id: int, principal: Principal,
+                   body: WriteOffVote) -> Callable[[str], tuple[int, Withdrawal]]:
+    """The write-off vote's work for ``idempotency.run`` (this route's and the console's)."""
     actor = withdrawals.Actor(principal.actor, frozenset({withdrawals.ADMIN}))
 
     def work(key: str) -> tuple[int, Withdrawal]:
@@ -151,8 +160,7 @@ def vote_write_off(
                                        reason=body.reason, now=ctx.clock())
         return 201, withdrawal_view(ctx.chains, w)
 
-    return idempotency.run(request, principal, idempotency_key, "withdrawal.write_off_vote",
-                           {"withdrawal_id": withdrawal_id}, body, work, audited=True)
+    return work
 
 
 @router.post("/withdrawals/{withdrawal_id}/returns", status_code=201,

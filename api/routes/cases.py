@@ -8,15 +8,16 @@ them (409 ``case_resolved_elsewhere``), and their own procedure resolves the cas
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from api import idempotency
-from api.auth import AdminScope, StaffReader
+from api.auth import AdminScope, Principal, StaffReader
 from api.idempotency import IdempotencyKey
-from api.routes.deps import AUTHED, MONEY, Uow, context, problems
+from api.routes.deps import AUTHED, MONEY, ApiContext, Uow, context, problems
 from api.schemas_cases import CaseItem, CaseItems, CaseResolve, case_item
 from config.uow import run_in_transaction
 from reconcile import service
@@ -61,7 +62,15 @@ def resolve_case(
 ) -> JSONResponse:
     """Once (409 ``case_already_resolved``); a case about a ledger transaction names the new
     transaction that fixed it, which references the case (422 ``case_resolution_invalid``)."""
-    ctx = context(request)
+    return idempotency.run(request, principal, idempotency_key, "case.resolve",
+                           {"case_id": case_id}, body,
+                           resolve_work(context(request), case_id, principal, body),
+                           audited=True)
+
+
+def resolve_work(ctx: ApiContext, case_id: int, principal: Principal,
+                 body: CaseResolve) -> Callable[[str], tuple[int, CaseItem]]:
+    """The resolution's work for ``idempotency.run`` (this route's and the console's)."""
 
     def work(key: str) -> tuple[int, CaseItem]:
         case = run_in_transaction(ctx.engine, lambda uow: service.resolve_case(
@@ -69,5 +78,4 @@ def resolve_case(
             now=ctx.clock()))
         return 200, case_item(case)
 
-    return idempotency.run(request, principal, idempotency_key, "case.resolve",
-                           {"case_id": case_id}, body, work, audited=True)
+    return work

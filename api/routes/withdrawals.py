@@ -6,6 +6,7 @@ that same key, so even a retry that runs twice (a stale claim taken over) reserv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
@@ -121,9 +122,17 @@ def decide_withdrawal(
 ) -> JSONResponse:
     """One vote per approver, never on one's own request; a rejection needs a reason and
     releases the reserve."""
-    ctx = context(request)
     if body.decision == "reject" and not body.reason:
         raise RequestInvalid("a rejection needs a reason")
+    return idempotency.run(request, principal, idempotency_key, "withdrawal.approval",
+                           {"withdrawal_id": withdrawal_id}, body,
+                           approval_work(context(request), withdrawal_id, principal, body),
+                           audited=True)
+
+
+def approval_work(ctx: ApiContext, withdrawal_id: int, principal: Principal,
+                  body: ApprovalCreate) -> Callable[[str], tuple[int, Withdrawal]]:
+    """The approval's work for ``idempotency.run`` (this route's and the console's form)."""
     actor = service.Actor(principal.actor, frozenset({service.APPROVER}))
 
     def work(key: str) -> tuple[int, Withdrawal]:
@@ -136,5 +145,4 @@ def decide_withdrawal(
                                reason=body.reason)
         return 201, withdrawal_view(ctx.chains, w)
 
-    return idempotency.run(request, principal, idempotency_key, "withdrawal.approval",
-                           {"withdrawal_id": withdrawal_id}, body, work, audited=True)
+    return work

@@ -26,13 +26,15 @@ from fastapi.responses import RedirectResponse, Response
 
 from api import idempotency
 from api.problems import Forbidden, RequestInvalid
+from api.routes.admin import write_off_work
+from api.routes.cases import resolve_work
 from api.routes.deps import Uow, context
-from api.routes.views import scale_of, withdrawal_view
-from api.schemas import ApprovalCreate, Withdrawal, WriteOffVote
+from api.routes.views import scale_of
+from api.routes.withdrawals import approval_work
+from api.schemas import ApprovalCreate, WriteOffVote
 from api.schemas_cases import CaseItem, CaseResolve, case_item
 from api.web import templating
 from api.web.session import Session, StaffSession, check_csrf
-from config.uow import run_in_transaction
 from reconcile import service as cases
 from withdrawals import service as withdrawals
 from withdrawals.model import State
@@ -152,22 +154,11 @@ def decide(request: Request, staff: StaffSession, withdrawal_id: BigId,
     body = ApprovalCreate(decision="approve" if decision == "approve" else "reject",
                           reason=_text(reason, "a rejection's reason",
                                        required=decision == "reject"))
-    ctx = context(request)
     principal = staff.principal
-    actor = withdrawals.Actor(principal.actor, frozenset({withdrawals.APPROVER}))
-
-    def work(key: str) -> tuple[int, Withdrawal]:
-        if body.decision == "approve":
-            w = withdrawals.approve(ctx.engine, withdrawal_id, actor, now=ctx.clock(),
-                                    reason=body.reason)
-        else:
-            assert body.reason is not None
-            w = withdrawals.reject(ctx.engine, withdrawal_id, actor, now=ctx.clock(),
-                                   reason=body.reason)
-        return 201, withdrawal_view(ctx.chains, w)
-
     idempotency.run(request, principal, key, "withdrawal.approval",
-                    {"withdrawal_id": withdrawal_id}, body, work, audited=True)
+                    {"withdrawal_id": withdrawal_id}, body,
+                    approval_work(context(request), withdrawal_id, principal, body),
+                    audited=True)
     done = "approved" if body.decision == "approve" else "rejected"
     return RedirectResponse(f"/console/withdrawals/{withdrawal_id}?done={done}", status_code=303)
 
@@ -206,17 +197,11 @@ def vote(request: Request, staff: StaffSession, withdrawal_id: BigId,
     text = _text(reason, "the vote's reason", required=True)
     assert text is not None
     body = WriteOffVote(decision="sent" if decision == "sent" else "not_sent", reason=text)
-    ctx = context(request)
     principal = staff.principal
-    actor = withdrawals.Actor(principal.actor, frozenset({withdrawals.ADMIN}))
-
-    def work(key: str) -> tuple[int, Withdrawal]:
-        w = withdrawals.vote_write_off(ctx.engine, withdrawal_id, actor, body.decision,
-                                       reason=body.reason, now=ctx.clock())
-        return 201, withdrawal_view(ctx.chains, w)
-
     idempotency.run(request, principal, key, "withdrawal.write_off_vote",
-                    {"withdrawal_id": withdrawal_id}, body, work, audited=True)
+                    {"withdrawal_id": withdrawal_id}, body,
+                    write_off_work(context(request), withdrawal_id, principal, body),
+                    audited=True)
     return RedirectResponse(f"/console/withdrawals/{withdrawal_id}?done=voted", status_code=303)
 
 
@@ -265,16 +250,8 @@ def resolve(request: Request, staff: StaffSession, case_id: BigId,
     text = _text(resolution, "a resolution", required=True)
     assert text is not None
     body = CaseResolve(resolution=text, transaction_id=_transaction_id(transaction_id))
-    ctx = context(request)
     principal = staff.principal
-
-    def work(key: str) -> tuple[int, CaseItem]:
-        case = run_in_transaction(ctx.engine, lambda uow: cases.resolve_case(
-            uow, case_id, principal.actor, body.resolution, body.transaction_id,
-            now=ctx.clock()))
-        return 200, case_item(case)
-
-    idempotency.run(request, principal, key, "case.resolve", {"case_id": case_id}, body, work,
-                    audited=True)
+    idempotency.run(request, principal, key, "case.resolve", {"case_id": case_id}, body,
+                    resolve_work(context(request), case_id, principal, body), audited=True)
     return RedirectResponse(f"/console/cases/{case_id}?{urlencode({'done': 'resolved'})}",
                             status_code=303)

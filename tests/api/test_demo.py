@@ -43,6 +43,14 @@ def run_demo_once(server_url: str, cwd: Path) -> str:
         assert r.status_code == 200, r.text
         assert r.json()["balances"][0]["available"]["decimal"] == "119.600000"
         assert httpx.get(f"{url}/docs", timeout=10).status_code == 200
+        support = re.search(r"sign in with the support key (\S+),", out).group(1)  # type: ignore[union-attr]
+        with httpx.Client(base_url=url, timeout=10) as browser:
+            form = browser.get("/console/login").text
+            token = re.search(r'name="csrf" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]
+            signed_in = browser.post("/console/login", data={"key": support, "csrf": token})
+            assert signed_in.status_code == 303, signed_in.text
+            page = browser.get(f"/console/users/{bob}")
+            assert page.status_code == 200 and "119.600000" in page.text
     finally:
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=60)

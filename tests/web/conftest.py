@@ -21,14 +21,6 @@ from tests.api.conftest import (
     api,  # noqa: F401  (a fixture, registered by import)
     serve,
 )
-from tests.support.browser import chromium
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    """One Chromium per test process."""
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="session")

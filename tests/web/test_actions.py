@@ -89,8 +89,8 @@ def test_a_forged_post_from_support_is_refused(console: Console) -> None:
     user = console.api.funded_user("acme", 2_000_000_000)
     w = console.api.withdraw(user, "1500000000")
     page = console.sign_in("sam")
-    form = {"csrf": csrf_of(page), "idempotency_key": "f" * 32, "decision": "approve",
-            "reason": ""}
+    form: dict[str, str | float | bool] = {
+        "csrf": csrf_of(page), "idempotency_key": "f" * 32, "decision": "approve", "reason": ""}
     r = page.request.post(f"{console.url}/console/withdrawals/{w['id']}/approvals", form=form)
     assert r.status == 403 and "only an approver" in r.text()
     r = page.request.post(f"{console.url}/console/withdrawals/{w['id']}/write-off-votes",
@@ -160,5 +160,6 @@ def test_write_off_votes_go_to_the_engine_and_admins_do_not_approve(console: Con
     r = page.request.post(f"{console.url}/console/withdrawals/{w['id']}/approvals",
                           form={**form, "decision": "approve"})
     assert r.status == 403 and "only an approver" in r.text()
-    assert page.goto(f"{console.url}/console/withdrawals/{w['id']}/approve").status == 403
+    refused = page.goto(f"{console.url}/console/withdrawals/{w['id']}/approve")
+    assert refused is not None and refused.status == 403
     assert decisions(console, w["id"]) == []
