@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 import migrations
 from config.database import embedded_url, make_engine, owner_engine, with_database
+from devtools.e2e import Devchain, start_devchain
 from tests.support.browser import chromium
 
 TEMPLATE = "custody_template"
@@ -98,3 +99,12 @@ def browser() -> Iterator[Browser]:
     one instance per thread: every browser test shares this one)."""
     with chromium() as launched:
         yield launched
+
+
+@pytest.fixture
+def devchain() -> Iterator[Devchain]:
+    """anvil with the test token and a fresh hot wallet (``devtools.e2e``), stopped after the
+    test: the chain of the end-to-end tests."""
+    chain = start_devchain()
+    yield chain
+    chain.stop()

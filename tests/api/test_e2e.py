@@ -5,7 +5,6 @@ settlement, and every webhook received by a real local receiver with a valid sig
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -24,18 +23,10 @@ from devtools.e2e import (
     Scenario,
     ServerThread,
     WebhookReceiver,
-    start_devchain,
 )
 from ledger.integrity import verify
 
 CONFIRMATIONS = 3
-
-
-@pytest.fixture
-def devchain() -> Iterator[Devchain]:
-    chain = start_devchain()
-    yield chain
-    chain.stop()
 
 
 @pytest.mark.slow

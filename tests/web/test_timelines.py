@@ -5,7 +5,6 @@ settled withdrawal) reached from the search box as support."""
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,7 +17,7 @@ from api.auth import create_key
 from api.jobs import Intervals, Scheduler, build_jobs
 from config.chains import parse_chains_config
 from config.withdrawals import parse_withdrawals_config
-from devtools.e2e import HOT_KEY_ENV, Devchain, Scenario, ServerThread, start_devchain
+from devtools.e2e import HOT_KEY_ENV, Devchain, Scenario, ServerThread
 from ledger.model import format_amount
 from tests.api.conftest import Api, seed_deposit
 from tests.web.conftest import Console
@@ -61,14 +60,6 @@ def test_deposit_and_withdrawal_pages_render_in_words_and_decimals(console: Cons
         text = page.inner_text("main")
         assert says in text and "Traceback" not in text, text
     assert console.external() == []
-
-
-@pytest.fixture
-def devchain() -> Iterator[Devchain]:
-    """anvil with the test token and a fresh hot wallet (``devtools.e2e``)."""
-    chain = start_devchain()
-    yield chain
-    chain.stop()
 
 
 @pytest.mark.slow
