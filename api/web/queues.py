@@ -87,7 +87,9 @@ def queues_page(request: Request, staff: StaffSession, uow: Uow) -> Response:
     """Everything waiting for a person, oldest (or longest waiting) first."""
     ctx = context(request)
     now = ctx.clock()
-    held_deposits = [d for chain in sorted(ctx.chains.chains)
+    # An approver sees the withdrawal queues only (the API lets it read withdrawals alone).
+    readers = staff.reads_users
+    held_deposits = [d for chain in sorted(ctx.chains.chains) if readers
                      for d in deposits.held_for_review(uow, chain, limit=CAP + 1)]
     return templating.page(
         request, "queues.html", now=now, cap=CAP,
@@ -96,7 +98,8 @@ def queues_page(request: Request, staff: StaffSession, uow: Uow) -> Response:
         unknown=_unknown(uow, ctx, now), overdue=_overdue(ctx, now),
         held_deposits=_queue(sorted(held_deposits, key=lambda d: d.id)),
         held=_in_states(uow, ctx, [State.HELD]),
-        cases=_queue(cases.list_cases(uow, status="open", limit=CAP + 1)),
+        cases=_queue(cases.list_cases(uow, status="open", limit=CAP + 1) if readers else []),
+        readers=readers,
         scale_of=lambda code: scale_of(ctx.chains, code), state_class=state_class)
 
 
@@ -105,7 +108,8 @@ def case_page(request: Request, staff: StaffSession, uow: Uow,
               case_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
               done: Annotated[str | None, Query(max_length=20)] = None) -> Response:
     """The case (404 ``case_not_found``), with the resolve form for an admin while it is open
-    and resolved here (not by its own procedure)."""
+    and resolved here (not by its own procedure); 403 for an approver, as the API."""
+    staff.require_reader()
     case = cases.get_case(uow, case_id)
     return templating.page(
         request, "case.html", case=case_item(case), resolvable=case.open and case.origin is None,

@@ -32,7 +32,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 
 from api import auth
 from api.auth import Principal
-from api.problems import ApiError
+from api.problems import ApiError, Forbidden
 from api.repository import console as repo
 from api.routes.deps import ApiContext, context
 from config.uow import UnitOfWork
@@ -44,6 +44,8 @@ SESSION_TTL = timedelta(hours=8)
 LOGIN_TTL_S = 900
 #: The scopes that may sign in.
 STAFF_SCOPES = frozenset({"support", "admin", "approver"})
+#: The scopes that read users, deposits and cases (the API's ``StaffReader``).
+READERS = ("admin", "support")
 
 
 class SignInRequired(ApiError):
@@ -78,6 +80,19 @@ class Session:
     def may(self, *scopes: str) -> bool:
         """Whether this person's scope is one of ``scopes``."""
         return self.principal.scope in scopes
+
+    @property
+    def reads_users(self) -> bool:
+        """Whether this person reads users, deposits and cases: support and admin, as in the
+        API (an approver reads withdrawals only)."""
+        return self.may(*READERS)
+
+    def require_reader(self) -> None:
+        """Refuse (403, as the API's routes do) an approver on a page of users, deposits or
+        cases."""
+        if not self.reads_users:
+            raise Forbidden(f"scope {self.principal.scope!r} may not read this page (needs "
+                            f"{' or '.join(READERS)}): an approver key reads withdrawals only")
 
 
 def _digest(token: str) -> str:

@@ -121,7 +121,9 @@ def deposit_page(
     tx_hash: Annotated[str, Path(max_length=200)],
 ) -> Response:
     """Every transfer to us in the transaction (staff see all), each with its history in
-    words, its cases and its ledger transactions (422 for a malformed hash, 404 for none)."""
+    words, its cases and its ledger transactions (422 for a malformed hash, 404 for none; 403
+    for an approver, as the API)."""
+    staff.require_reader()
     _check_tx(chain, tx_hash)
     ctx = context(request)
     tx_hash = tx_hash.lower()

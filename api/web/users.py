@@ -63,7 +63,9 @@ def user_page(
     until: Instant = None,
     scursor: Cursor = None,
 ) -> Response:
-    """The user's page (404 for an id neither the API nor the ledger knows)."""
+    """The user's page (404 for an id neither the API nor the ledger knows; 403 for an
+    approver, as the API's user routes)."""
+    staff.require_reader()
     ctx = context(request)
     at = parse_instant(as_of or None, what="as of")
     known = parse_instant(known_at or None, what="as known at")
