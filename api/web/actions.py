@@ -209,7 +209,7 @@ def _transaction_id(value: str) -> int | None:
     text = value.strip()
     if not text:
         return None
-    if not text.isdigit() or not 1 <= int(text) <= 2**63 - 1:
+    if not re.fullmatch(r"[0-9]{1,19}", text) or not 1 <= int(text) <= 2**63 - 1:
         raise RequestInvalid("the fixing transaction is a ledger transaction id (digits)")
     return int(text)
 

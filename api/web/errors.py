@@ -35,7 +35,8 @@ def page_for(request: Request, status: int, code: str, detail: str) -> Response:
         target = request.url.path if request.method == "GET" else PREFIX
         if request.url.query and request.method == "GET":
             target += "?" + request.url.query
-        query = {"next": target}
+        # A return path the sign-in page would refuse as too long: the console's home instead.
+        query = {"next": target if len(target) <= 2000 else PREFIX}
         if code == "session_expired":
             query["reason"] = "expired"
         response = RedirectResponse(f"{PREFIX}/login?{urlencode(query)}", status_code=303)

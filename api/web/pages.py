@@ -97,7 +97,8 @@ def find(request: Request, staff: StaffSession, uow: Uow,
          q: Annotated[str, Query(max_length=search.MAX_LENGTH * 2)] = "") -> Response:
     """One match: its page. Several: the list. None: the search page says so (404)."""
     try:
-        hits = search.find(uow, context(request).chains, q)
+        hits = search.for_scope(search.find(uow, context(request).chains, q),
+                                staff.reads_users)
     except search.SearchInvalid as exc:
         raise RequestInvalid(str(exc)) from None
     if len(hits) == 1:

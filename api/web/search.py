@@ -37,31 +37,41 @@ class SearchInvalid(ValueError):
 
 
 def find(uow: UnitOfWork, chains: ChainsConfig, text: str) -> list[Hit]:
-    """Every match of ``text`` (stripped), at most ``LIMIT`` users; SearchInvalid for a text
-    no search could match (a malformed hash, an address of the wrong length, characters no id
-    has)."""
+    """Every match of ``text`` (stripped), at most ``LIMIT`` users. Any text is also tried as
+    a client's reference (references are free text); SearchInvalid for an empty or too long
+    text, or for one that matches nothing and cannot be anything else searched for (a
+    malformed hash, an address of the wrong length, characters no id has)."""
     q = text.strip()
     if not q or len(q) > MAX_LENGTH:
         raise SearchInvalid(f"type 1 to {MAX_LENGTH} characters")
-    if q[:2].lower() == "0x":
-        if TX_HASH.match(q):
-            return _transaction(uow, chains, q.lower())
-        if ADDRESS.match(q):
-            return _address(uow, chains, q)
-        raise SearchInvalid(
+    hits: list[Hit] = []
+    malformed: SearchInvalid | None = None
+    if q[:2].lower() == "0x" and TX_HASH.match(q):
+        hits = _transaction(uow, chains, q.lower())
+    elif q[:2].lower() == "0x" and ADDRESS.match(q):
+        hits = _address(uow, chains, q)
+    elif q[:2].lower() == "0x":
+        malformed = SearchInvalid(
             f"{q} is neither a transaction hash (0x and 64 hex digits) nor an address "
             f"(0x and 40 hex digits): it has {len(q) - 2} characters after 0x")
-    hits: list[Hit] = []
-    if WITHDRAWAL_ID.match(q):
-        found = _withdrawal(uow, int(q))
-        if found is not None:
+    else:
+        if WITHDRAWAL_ID.match(q) and (found := _withdrawal(uow, int(q))) is not None:
             hits.append(found)
-    if _USER_ID.match(q):
-        hits.extend(_users(uow, q))
-    elif not hits:
-        raise SearchInvalid(f"{q!r} is not a user id, a reference, an address, a transaction "
-                            "hash or a withdrawal id (ids are letters, digits and _ . -)")
+        if not _USER_ID.match(q):
+            malformed = SearchInvalid(
+                f"{q!r} is not a user id, a reference, an address, a transaction hash or a "
+                "withdrawal id (ids are letters, digits and _ . -)")
+    hits.extend(_users(uow, q, ledger_too=malformed is None))
+    if not hits and malformed is not None:
+        raise malformed
     return hits
+
+
+def for_scope(hits: list[Hit], reads_users: bool) -> list[Hit]:
+    """The hits a person may open: all for support and admin, the withdrawals for an approver
+    (as the API lets it read nothing else; nothing else is even named)."""
+    return hits if reads_users else [h for h in hits if h.href.startswith(
+        "/console/withdrawals/")]
 
 
 def _transaction(uow: UnitOfWork, chains: ChainsConfig, tx_hash: str) -> list[Hit]:
@@ -95,13 +105,13 @@ def _withdrawal(uow: UnitOfWork, withdrawal_id: int) -> Hit | None:
                f"{w.state} · user {w.user_id}")
 
 
-def _users(uow: UnitOfWork, text: str) -> list[Hit]:
+def _users(uow: UnitOfWork, text: str, *, ledger_too: bool) -> list[Hit]:
     found = repo.users_by_id_or_reference(uow.conn, text, LIMIT)
     hits = [Hit(f"/console/users/{u.id}", f"User {u.id}",
                 "user id" if u.id == text else
                 f"reference {u.reference} of client {repo.client_name(uow.conn, u.client_id)}")
             for u in found]
-    if not any(u.id == text for u in found) and ledger.user_balances(uow, text):
+    if ledger_too and not any(u.id == text for u in found) and ledger.user_balances(uow, text):
         # A user the ledger knows that was not created through the API.
         hits.insert(0, Hit(f"/console/users/{text}", f"User {text}", "ledger accounts"))
     return hits

@@ -124,6 +124,7 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
         principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES)
     token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = ctx.clock()
+    _end_previous(ctx, request)
     expires = now + SESSION_TTL
     with UnitOfWork(ctx.engine) as uow:
         session_id = repo.insert_session(uow.conn, _digest(token), principal.key_id, csrf, now,
@@ -137,6 +138,22 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
     session = Session(session_id, principal, csrf)
     request.state.console_session = session
     return session
+
+
+def _end_previous(ctx: ApiContext, request: Request) -> None:
+    """End the session the browser still holds, if any: signing in again never leaves an old
+    session alive behind the new cookie."""
+    try:
+        previous = _token(ctx, request)
+    except SessionExpired:
+        return
+    if previous is None:
+        return
+    with UnitOfWork(ctx.engine) as uow:
+        row = repo.live_session(uow.conn, _digest(previous), ctx.clock())
+        if row is not None:
+            repo.end_session(uow.conn, row.id, ctx.clock())
+        uow.commit()
 
 
 def _token(ctx: ApiContext, request: Request) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
 from api.problems import RequestInvalid
@@ -167,6 +167,7 @@ def withdrawal_page(
     staff: StaffSession,
     uow: Uow,
     withdrawal_id: Annotated[str, Path(max_length=64)],
+    done: Annotated[str | None, Query(max_length=20)] = None,
 ) -> Response:
     """The withdrawal's state, its history with times, actors and reasons, every attempt,
     the votes, the returns, the cases and the ledger transactions (422 for an id that is not
@@ -180,4 +181,10 @@ def withdrawal_page(
         scale=scale_of(ctx.chains, tl.withdrawal.asset_code),
         events=[(e, withdrawal_event_words(e.event)) for e in tl.events],
         attempts=_attempts(tl), ledger=ledger_lines(uow, tl.transactions),
-        state_class=state_class, evidence_words=evidence_words)
+        state_class=state_class, evidence_words=evidence_words,
+        message=_DONE.get(done or ""), message_kind="ok")
+
+
+#: What the console's actions redirect here with (``api.web.actions``).
+_DONE = {"approved": "Your approval is recorded.", "rejected": "The withdrawal is rejected.",
+         "voted": "Your write-off vote is recorded."}

@@ -163,3 +163,15 @@ def test_write_off_votes_go_to_the_engine_and_admins_do_not_approve(console: Con
     refused = page.goto(f"{console.url}/console/withdrawals/{w['id']}/approve")
     assert refused is not None and refused.status == 403
     assert decisions(console, w["id"]) == []
+
+
+def test_a_fixing_transaction_id_is_ascii_digits() -> None:
+    import pytest
+
+    from api.problems import RequestInvalid
+    from api.web.actions import _transaction_id
+
+    assert _transaction_id(" 42 ") == 42 and _transaction_id("") is None
+    for bad in ("²", "٣", "0", "-1", "1e3", "9" * 20):
+        with pytest.raises(RequestInvalid):
+            _transaction_id(bad)

@@ -29,6 +29,13 @@ def test_an_approver_reads_withdrawals_only(console: Console) -> None:
         assert "an approver key reads withdrawals only" in page.inner_text("main .message")
     response = page.goto(f"{console.url}/console/withdrawals/{withdrawal['id']}")
     assert response is not None and response.status == 200
+    # The search names nothing an approver may not read: a user is not found, a withdrawal is.
+    response = page.goto(f"{console.url}/console/search?q={user}")
+    assert response is not None and response.status == 404
+    assert page.locator("main ul.hits li").count() == 0 and "Nothing found" in page.inner_text(
+        "main")
+    page.goto(f"{console.url}/console/search?q={withdrawal['id']}")
+    assert page.url.endswith(f"/console/withdrawals/{withdrawal['id']}")
     page.goto(f"{console.url}/console/queues")
     assert page.locator("#pending-approval").count() == 1
     assert page.locator("#open-cases").count() == 0

@@ -74,6 +74,21 @@ def test_sign_out_ends_the_session_even_for_a_kept_cookie(console: Console) -> N
     assert "session expired or ended" in other.inner_text("main")
 
 
+def test_signing_in_again_ends_the_previous_session(console: Console) -> None:
+    page = console.sign_in("sam")
+    first = [c for c in page.context.cookies() if c["name"] == COOKIE]
+    console.sign_in("carol", page)
+    assert "carol" in page.inner_text("header .who")
+    other = console.page()
+    other.context.add_cookies(first)  # type: ignore[arg-type]
+    other.goto(f"{console.url}/console")
+    assert "/console/login" in other.url  # The first session ended with the second sign-in.
+    with console.api.engine.connect() as conn:
+        live = conn.execute(sa.text("SELECT count(*) FROM console_sessions "
+                                    "WHERE ended_at IS NULL")).scalar_one()
+    assert live == 1
+
+
 def test_an_expired_session_asks_to_sign_in_again(engine: Engine, browser: Browser,
                                                   screenshots: Path) -> None:
     later = timedelta(0)

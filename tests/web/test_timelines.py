@@ -126,9 +126,9 @@ def _follow_in_the_console(console: Console, story: Scenario) -> None:
                           "projected"):
             assert row.locator(f"td[data-field={fieldname}]").inner_text() == \
                 b[fieldname]["decimal"], (asset, fieldname)
-    closing = page.locator("#statement td[data-field=posted]").last
+    last_line = page.locator("#statement tr.line td[data-field=posted]").last
     assert page.locator("#statement tr.closing td[data-field=posted]").inner_text() == \
-        closing.inner_text() == api_balances["USDC"]["posted"]["decimal"] == "119.600000"
+        last_line.inner_text() == api_balances["USDC"]["posted"]["decimal"] == "119.600000"
 
     # The settled withdrawal, from the user's list: its attempt's hash and its settlement.
     page.click(f"#withdrawals a[href='/console/withdrawals/{story.withdrawal['id']}']")
