@@ -10,6 +10,7 @@ the API always agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import takewhile
 from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
@@ -136,7 +137,9 @@ def _statement(uow: UnitOfWork, user_id: str, asset: str, since: datetime | None
                                      after_posting_id=int(cursor) if cursor else None)
     lines = ledger.statement(uow, user_id, asset, after_posting_id=opening.after_posting_id,
                              limit=STATEMENT_PAGE + 1)
-    in_range = [ln for ln in lines if until is None or ln.recorded_at < until]
+    # The lines run in posting order: the range ends at the first one recorded at or after
+    # ``until`` (so that every running balance shown includes every line above it).
+    in_range = list(takewhile(lambda ln: until is None or ln.recorded_at < until, lines))
     more = len(in_range) > STATEMENT_PAGE
     shown = in_range[:STATEMENT_PAGE]
     last = shown[-1] if shown else None
