@@ -10,8 +10,8 @@ the API always agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import takewhile
 from datetime import datetime
+from itertools import takewhile
 from typing import Annotated
 from urllib.parse import urlencode
 
