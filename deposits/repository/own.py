@@ -173,8 +173,11 @@ class VoteRecord:
 
 
 def lock_case_votes(conn: Connection, case_id: int) -> None:
-    """Serialize votes on one case until commit (two admins voting at once queue here)."""
-    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7314, CAST(:c AS int))"), {"c": case_id})
+    """Serialize votes on one case until commit (two admins voting at once queue here). Case
+    ids are bigint and the two-key lock takes int keys: ids that agree modulo 2^31 - 1 share a
+    lock, which only makes their votes queue behind each other."""
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7314, CAST(:c % 2147483647 AS int))"),
+                 {"c": case_id})
 
 
 def case_votes(conn: Connection, case_id: int) -> dict[str, VoteRecord]:

@@ -157,6 +157,17 @@ class TestReport:
 
 
 class TestCases:
+    def test_votes_on_a_case_id_beyond_32_bits_are_not_found(self, api: Api) -> None:
+        # Case ids are bigint; the votes' advisory lock takes int keys (it once cast the id and
+        # answered 422 "integer out of range" for ids past 2^31).
+        for case_id in (2**31, 2**62):
+            for action, body in (("proposals", {"outcome": "capital", "reason": "r"}),
+                                 ("approvals", None)):
+                r = api.call("POST", f"/v1/admin/cases/{case_id}/{action}", "carol",
+                             idem=uuid.uuid4().hex, json=body)
+                assert r.status_code == 404, (case_id, action, r.text)
+        assert count(api, "deposit_case_votes") == 0
+
     def test_unattributed_hot_wallet_transfer_resolved_as_capital_by_two_admins(
             self, api: Api) -> None:
         seed_final_own(api)
