@@ -30,11 +30,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import docs_pages, metrics, problems
+from api import contract, docs_pages, metrics, openapi, problems
 from api.ratelimit import RateLimits
 from api.routes import admin, deposits, reserves, system, users, withdrawals
 from api.routes.deps import ApiContext, utc_now
@@ -149,16 +149,22 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
 
     # /docs and /redoc are api.docs_pages': their assets come from the engine, not a CDN.
     app = FastAPI(title="custody", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None, generate_unique_id_function=openapi.operation_id,
+                  dependencies=[Depends(contract.route_rules)],
+                  max_body_size=contract.MAX_BODY_BYTES)
     docs_pages.install(app)
+    openapi.install(app, chains)
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
                                idempotency_stale_s=idempotency_stale_s,
                                sweeps=sweeps_config)
     problems.install(app)
 
-    # Middleware added last runs first: the request id, then the hot balances read.
+    # Middleware added last runs first: the request id, the body limit, OPTIONS and Allow,
+    # then the hot balances read.
     app.add_middleware(users.BalancesFastPath, ctx=app.state.ctx)
+    app.add_middleware(contract.MethodsMiddleware, routes_of=app)
+    app.add_middleware(contract.BodyLimit)
     app.add_middleware(RequestIdMiddleware)
     for module in (system, users, deposits, withdrawals, reserves, admin):
         app.include_router(module.router)

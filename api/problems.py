@@ -125,6 +125,9 @@ STATUS: dict[type[CustodyError], int] = {
     le.AccountNotFound: 404,
     le.AssetNotFound: 422,
     le.IdempotencyConflict: 409,
+    # A well-formed request the current state refuses (a balance, a limit) is a conflict: the
+    # same request may succeed later; 422 is for requests that never can.
+    le.InsufficientFunds: 409,
     le.PeriodClosed: 409,
     le.NotOutOfPeriod: 409,
     le.ReversalExceedsOriginal: 409,
@@ -140,6 +143,7 @@ STATUS: dict[type[CustodyError], int] = {
     de.WatcherBusy: 503,
     we.WithdrawalError: 409,
     we.WithdrawalRefused: 422,
+    we.DailyLimitExceeded: 409,
     we.WithdrawalNotFound: 404,
     we.SignerUnavailable: 503,
     # The node of a chain could not be asked, or answered nonsense: a retry may succeed.
@@ -235,7 +239,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode: bad input like any other, 422.
         return problem(request, 422, "request_invalid", f"malformed request: {exc.detail}")
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+        exc.status_code, "http_error")
     return problem(request, exc.status_code, code, str(exc.detail),
                    headers=dict(exc.headers) if exc.headers else None)
 

@@ -113,7 +113,7 @@ def test_parallel_identical_requests_reserve_once(api: Api) -> None:
 def test_a_refused_request_releases_its_key(api: Api) -> None:
     user = api.new_user()
     refused = withdraw(api, user, "k")
-    assert refused.status_code == 422 and refused.json()["code"] == "insufficient_funds"
+    assert refused.status_code == 409 and refused.json()["code"] == "insufficient_funds"
     assert count(api.engine, "SELECT count(*) FROM api_idempotency") == 0
     fund(api.engine, [user], 150_000_000)
     assert withdraw(api, user, "k").status_code == 201
