@@ -16,6 +16,8 @@ once and caches it:
   carries the table of codes and what each means.
 - Tags appear once per operation, each described in the document's ``tags``.
 - Integer bounds are exact integers (pydantic writes some as floats).
+- States are enums (``STATES``: the lifecycle's own values, which the tables' CHECKs hold too),
+  and every field has a description, scalar fields an example (``api.field_docs``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from api import error_codes
+from api import error_codes, field_docs
 from config.chains import ChainsConfig
+from deposits.model import DepositState
+from reconcile.model import CaseStatus, CaseType
+from sweeps.model import State as MovementState
+from withdrawals.model import State as WithdrawalState
 
 #: Parameter (and request field) names that hold times.
 TIME_NAMES = frozenset({"as_of", "known_at", "from", "to", "since", "until", "start", "end",
@@ -59,6 +65,27 @@ REPLAY_NOTE = ("\n\nIdempotent: a repeat with the same `Idempotency-Key` and the
                "`idempotency_key_reused` (422); while the first still runs, "
                "`idempotency_in_progress` (409).")
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+
+_M = MovementState
+#: The values a state (or kind) field can take, by "Schema.field": each lifecycle's states as
+#: its table's CHECK allows them (tests/api/test_openapi_contract.py compares the two).
+STATES: dict[str, tuple[str, ...]] = {
+    "Deposit.state": tuple(DepositState),
+    "DepositEvent.state": tuple(DepositState),
+    "Withdrawal.state": tuple(WithdrawalState),
+    "Sweep.state": (_M.PROPOSED, _M.WAITING_GAS, _M.READY, _M.SIGNING, _M.SIGNED, _M.BROADCAST,
+                    _M.UNKNOWN, _M.INCLUDED, _M.FINAL, _M.REVERTED, _M.DROPPED),
+    "GasTopUp.state": (_M.READY, _M.SIGNING, _M.SIGNED, _M.BROADCAST, _M.UNKNOWN, _M.INCLUDED,
+                       _M.FINAL, _M.REVERTED, _M.DROPPED),
+    "ColdTransfer.state": (_M.PROPOSED, _M.APPROVED, _M.SIGNING, _M.SIGNED, _M.BROADCAST,
+                           _M.UNKNOWN, _M.INCLUDED, _M.FINAL, _M.REVERTED, _M.DROPPED,
+                           _M.REJECTED),
+    "Refill.state": ("open", "matched", "canceled"),
+    "CaseItem.status": tuple(CaseStatus),
+    "CaseItem.type": tuple(CaseType),
+    "Case.kind": ("deep_reorg", "unattributed_own_address"),
+    "Decision.kind": ("approval", "write_off"),
+}
 INT64_MAX = 2**63 - 1
 
 
@@ -160,6 +187,27 @@ def _exact_bounds(node: Any) -> None:
             _exact_bounds(value)
 
 
+def _describe_fields(schemas: dict[str, Any]) -> None:
+    """State enums, and the description and example of every field its model left without."""
+    for name, schema in schemas.items():
+        for field, value in schema.get("properties", {}).items():
+            values = STATES.get(f"{name}.{field}")
+            if values is not None:
+                enum = {"type": "string", "enum": [str(v) for v in values]}
+                if "anyOf" in value:
+                    value["anyOf"] = [enum if v.get("type") == "string" else v
+                                      for v in value["anyOf"]]
+                else:
+                    value.update(enum)
+            found = field_docs.field_doc(name, field)
+            if found is None:
+                continue
+            description, example = found
+            value.setdefault("description", description)
+            if example is not None and "$ref" not in value and "examples" not in value:
+                value["examples"] = [example]
+
+
 def refine(doc: dict[str, Any], chains: ChainsConfig | None) -> dict[str, Any]:
     """Refine FastAPI's document in place (see the module's docstring); returns it."""
     _exact_bounds(doc)
@@ -168,9 +216,13 @@ def refine(doc: dict[str, Any], chains: ChainsConfig | None) -> dict[str, Any]:
         _refine_responses(operation, idempotent)
         _dedupe_tags(operation)
     schemas = doc.get("components", {}).get("schemas", {})
+    _describe_fields(schemas)
     for name in _request_schemas(doc):
         for field, schema in schemas.get(name, {}).get("properties", {}).items():
             _refine_value(field, schema, chains)
+            enums = [v["enum"] for v in _string_variants(schema) if "enum" in v]
+            if enums and "examples" in schema:  # this deployment's values, not a generic one
+                schema["examples"] = [enums[0][0]]
     problem = schemas.get("Problem", {}).get("properties", {})
     if "code" in problem:
         problem["code"] = {**problem["code"], "type": "string", "enum": error_codes.codes(),
