@@ -153,7 +153,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
                   dependencies=[Depends(contract.route_rules)],
                   max_body_size=contract.MAX_BODY_BYTES)
     docs_pages.install(app)
-    openapi.install(app, chains)
+    openapi.install(app, chains, withdrawals_config)
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
                                idempotency_stale_s=idempotency_stale_s,

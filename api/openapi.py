@@ -15,7 +15,8 @@ once and caches it:
 - ``Problem.code`` is an enum of every error code (``api.error_codes``), and the description
   carries the table of codes and what each means.
 - Tags appear once per operation, each described in the document's ``tags``.
-- Integer bounds are exact integers (pydantic writes some as floats).
+- Integer bounds are exact integers (pydantic writes some as floats); a withdrawal's amount
+  carries its chain and asset's configured bounds (``if``/``then`` conditions with patterns).
 - States are enums (``STATES``: the lifecycle's own values, which the tables' CHECKs hold too),
   and every field has a description, scalar fields an example (``api.field_docs``).
 """
@@ -30,6 +31,7 @@ from fastapi.routing import APIRoute
 
 from api import error_codes, field_docs
 from config.chains import ChainsConfig
+from config.withdrawals import WithdrawalsConfig
 from deposits.model import DepositState
 from reconcile.model import CaseStatus, CaseType
 from sweeps.model import State as MovementState
@@ -107,10 +109,19 @@ def _string_variants(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield variant
 
 
-def _refine_value(name: str, schema: dict[str, Any], chains: ChainsConfig | None) -> None:
+#: The years ``api.schemas.parse_instant`` accepts (1970-9998), as written.
+YEAR_PATTERN = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
+
+
+def _refine_value(name: str, schema: dict[str, Any], chains: ChainsConfig | None, *,
+                  body: bool = False) -> None:
+    """Formats and enums of one parameter or request field (``body``: a request field, where
+    ``to`` and ``from`` are addresses and only ``*_at`` names are times)."""
+    is_time = (name.endswith("_at") or name == "as_of") if body else name in TIME_NAMES
     for variant in _string_variants(schema):
-        if name in TIME_NAMES:
+        if is_time:
             variant["format"] = "date-time"
+            variant["pattern"] = YEAR_PATTERN
             variant.pop("maxLength", None)
         elif name == "chain" and chains is not None:
             variant["enum"] = sorted(chains.chains)
@@ -187,6 +198,56 @@ def _exact_bounds(node: Any) -> None:
             _exact_bounds(value)
 
 
+def at_least(n: int) -> str:
+    """A pattern for the decimal integers (no sign, no leading zero) >= ``n`` (>= 1)."""
+    digits = str(n)
+    d = len(digits)
+    alternatives = [f"[1-9][0-9]{{{d},}}", digits]
+    for i, c in enumerate(digits):
+        if c != "9":
+            rest = d - i - 1
+            alternatives.append(f"{digits[:i]}[{int(c) + 1}-9]" + (f"[0-9]{{{rest}}}" if rest
+                                                                    else ""))
+    return "^(" + "|".join(alternatives) + ")$"
+
+
+def at_most(n: int) -> str:
+    """A pattern for the decimal integers (no sign, no leading zero) from 1 to ``n``."""
+    digits = str(n)
+    d = len(digits)
+    alternatives = [digits] + ([f"[1-9][0-9]{{0,{d - 2}}}"] if d >= 2 else [])
+    for i, c in enumerate(digits):
+        low = 1 if i == 0 else 0
+        if int(c) > low:
+            rest = d - i - 1
+            alternatives.append(f"{digits[:i]}[{low}-{int(c) - 1}]" + (f"[0-9]{{{rest}}}" if rest
+                                                                        else ""))
+    return "^(" + "|".join(alternatives) + ")$"
+
+
+def _withdrawal_bounds(schemas: dict[str, Any], withdrawals: WithdrawalsConfig | None) -> None:
+    """Each withdrawable chain and asset's bounds on ``WithdrawalCreate.amount``, as conditions
+    (a chain and asset that cannot be withdrawn is refused: ``asset_not_withdrawable``)."""
+    create = schemas.get("WithdrawalCreate")
+    if create is None or withdrawals is None:
+        return
+    conditions = []
+    for (chain, asset), policy in sorted(withdrawals.assets.items()):
+        conditions.append({
+            "if": {"properties": {"chain": {"const": chain}, "asset": {"const": asset}},
+                   "required": ["chain", "asset"]},
+            "then": {"properties": {"amount": {"allOf": [
+                {"pattern": at_least(policy.minimum_minor)},
+                {"pattern": at_most(policy.maximum_minor)}]}}}})
+    pairs = [{"properties": {"chain": {"const": c}, "asset": {"const": a}}}
+             for c, a in sorted(withdrawals.assets)]
+    create["allOf"] = [*conditions, {"anyOf": pairs}]
+    bounds = ", ".join(f"{c} {a}: {p.minimum_minor} to {p.maximum_minor}"
+                       for (c, a), p in sorted(withdrawals.assets.items()))
+    create["description"] = (create.get("description", "").rstrip()
+                             + f" Withdrawable, with the amount's bounds in minor units: {bounds}.")
+
+
 def _describe_fields(schemas: dict[str, Any]) -> None:
     """State enums, and the description and example of every field its model left without."""
     for name, schema in schemas.items():
@@ -208,7 +269,8 @@ def _describe_fields(schemas: dict[str, Any]) -> None:
                 value["examples"] = [example]
 
 
-def refine(doc: dict[str, Any], chains: ChainsConfig | None) -> dict[str, Any]:
+def refine(doc: dict[str, Any], chains: ChainsConfig | None,
+           withdrawals: WithdrawalsConfig | None = None) -> dict[str, Any]:
     """Refine FastAPI's document in place (see the module's docstring); returns it."""
     _exact_bounds(doc)
     for operation in _operations(doc):
@@ -217,9 +279,10 @@ def refine(doc: dict[str, Any], chains: ChainsConfig | None) -> dict[str, Any]:
         _dedupe_tags(operation)
     schemas = doc.get("components", {}).get("schemas", {})
     _describe_fields(schemas)
+    _withdrawal_bounds(schemas, withdrawals)
     for name in _request_schemas(doc):
         for field, schema in schemas.get(name, {}).get("properties", {}).items():
-            _refine_value(field, schema, chains)
+            _refine_value(field, schema, chains, body=True)
             enums = [v["enum"] for v in _string_variants(schema) if "enum" in v]
             if enums and "examples" in schema:  # this deployment's values, not a generic one
                 schema["examples"] = [enums[0][0]]
@@ -237,13 +300,14 @@ def refine(doc: dict[str, Any], chains: ChainsConfig | None) -> dict[str, Any]:
     return doc
 
 
-def install(app: FastAPI, chains: ChainsConfig | None) -> None:
+def install(app: FastAPI, chains: ChainsConfig | None,
+            withdrawals: WithdrawalsConfig | None = None) -> None:
     """Serve the refined document at ``/openapi.json`` (built once, on first request)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = refine(generate(), chains)
+            app.openapi_schema = refine(generate(), chains, withdrawals)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -45,13 +45,14 @@ def parse_instant(text: str | None, *, what: str) -> datetime | None:
     if text is None:
         return None
     try:
-        at = datetime.fromisoformat(text)
-        at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
-    except (ValueError, OverflowError) as exc:
+        written = datetime.fromisoformat(text)
+    except ValueError as exc:
         raise RequestInvalid(f"{what} is not an ISO 8601 time: {text[:60]!r}") from exc
-    if not 1970 <= at.year <= 9998:
+    # The year as written (the document's pattern says the same): an offset that moves
+    # 1970-01-01 into 1969 in UTC is still accepted.
+    if not 1970 <= written.year <= 9998:
         raise RequestInvalid(f"{what} must fall between 1970 and 9998")
-    return at
+    return (written if written.tzinfo else written.replace(tzinfo=UTC)).astimezone(UTC)
 
 
 class Body(BaseModel):
@@ -419,6 +420,11 @@ class CancelRequest(Body):
 
 class ApprovalCreate(Body):
     """An approver's decision: approve, or reject (with a reason)."""
+
+    # A rejection without a reason is refused (422): the document says so as a condition.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"decision": {"const": "reject"}}, "required": ["decision"]},
+        "then": {"required": ["reason"], "properties": {"reason": {"type": "string"}}}})
 
     decision: Literal["approve", "reject"] = "approve"
     reason: Text | None = None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
 
+from api.openapi import YEAR_PATTERN, at_least, at_most
 from api.problems import RequestInvalid
-from api.schemas import Balance, Balances, amount, balances_json, parse_minor
+from api.schemas import Balance, Balances, amount, balances_json, parse_instant, parse_minor
 from ledger.model import AMOUNT_LIMIT, Asset
 from ledger.service import UserBalance
 
@@ -78,3 +80,34 @@ class TestParseMinor:
     def test_refused_as_a_422(self, text: str) -> None:
         with pytest.raises(RequestInvalid, match="^withdrawal amount must be minor units"):
             parse_minor(text, what="withdrawal amount")
+
+
+@pytest.mark.parametrize(("text", "accepted"), [
+    ("1970-01-01T00:00:00+01:00", True),  # 1969 in UTC, 1970 as written: the pattern's rule
+    ("1970-01-01T00:00:00Z", True),
+    ("9998-12-31T23:59:59-05:00", True),
+    ("2026-12-01T09:30:00", True),
+    ("1969-12-31T23:59:59Z", False),
+    ("0444-10-04T09:24:31Z", False),
+    ("9999-01-01T00:00:00Z", False),
+])
+def test_times_are_accepted_as_the_document_pattern_says(text: str, accepted: bool) -> None:
+    assert bool(re.match(YEAR_PATTERN, text)) is accepted
+    if accepted:
+        at = parse_instant(text, what="as_of")
+        assert at is not None and at.tzinfo is UTC
+    else:
+        with pytest.raises(RequestInvalid, match="between 1970 and 9998"):
+            parse_instant(text, what="as_of")
+
+
+@pytest.mark.parametrize("bound", [1, 9, 10, 19, 99, 100, 1000, 1500, 90909, 10**15,
+                                   2**127 - 1, 123456789])
+def test_range_patterns_match_exactly_the_integers_on_their_side(bound: int) -> None:
+    lo, hi = re.compile(at_least(bound)), re.compile(at_most(bound))
+    near = {bound + d for d in range(-120, 121)} | {bound * 10, bound // 10, 1, 10**40}
+    for n in sorted(x for x in near if x >= 1):
+        assert bool(lo.match(str(n))) is (n >= bound), (bound, n)
+        assert bool(hi.match(str(n))) is (n <= bound), (bound, n)
+    for bad in ("0", "-5", "01", f"0{bound}", f"{bound}.0", ""):
+        assert not lo.match(bad) and not hi.match(bad), bad
