@@ -120,7 +120,14 @@ def serve(engine: Engine, rate_limits: RateLimits | None = None,
     """An Api on ``engine``: the book opened, keys for every principal, a server running."""
     open_book(engine)
     chains, wcfg = configs()
-    app = create_app(engine, chains, wcfg, rate_limits=rate_limits, clock=clock)
+    with serve_app(engine, create_app(engine, chains, wcfg, rate_limits=rate_limits,
+                                      clock=clock)) as api:
+        yield api
+
+
+@contextmanager
+def serve_app(engine: Engine, app: FastAPI) -> Iterator[Api]:
+    """``app`` served by uvicorn, as an Api with a key for every principal."""
     server = Server(app)
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:

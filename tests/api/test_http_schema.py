@@ -14,18 +14,16 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
 from api.app import create_app
-from api.auth import create_key
 from api.ratelimit import RateLimit, RateLimits
 from config.sweeps import parse_sweeps_config
 from devtools.anvil import DEV_ACCOUNTS
 from devtools.config import DEV_CHAIN, dev_config, dev_configs
 from devtools.e2e import start_devchain
-from tests.api.conftest import PRINCIPALS, Api, Server
+from tests.api.conftest import Api, serve_app
 from tests.withdrawals.conftest import TEST_HOT_KEY_ENV, open_book
 
 ROOMY = RateLimits({s: RateLimit(100_000, 60) for s in ("client", "support", "admin",
@@ -55,16 +53,9 @@ def live(engine: Engine) -> Iterator[Api]:
         chains, wcfg = dev_configs(doc)
         scfg = parse_sweeps_config(doc, chains, wcfg)
         app = create_app(engine, chains, wcfg, rate_limits=ROOMY, sweeps_config=scfg)
-        server = Server(app)
-        try:
-            with httpx.Client(base_url=server.url, timeout=30) as http:
-                api = Api(engine, app, http)
-                for name, scope in PRINCIPALS.items():
-                    api.keys[name] = create_key(engine, name, scope).key
-                api.withdraw(api.funded_user())
-                yield api
-        finally:
-            server.stop()
+        with serve_app(engine, app) as api:
+            api.withdraw(api.funded_user())
+            yield api
     finally:
         devchain.stop()
 
