@@ -25,8 +25,9 @@ from sqlalchemy.engine import Engine
 from chains.evm import decode_native_transfer, is_erc20_transfer_log, transfer_from_log
 from chains.model import (
     BlockHeader,
+    FinalityPolicy,
     FinalityRule,
-    evaluate_finality,
+    evaluate_deposit_finality,
     parse_position,
     same_hash,
 )
@@ -68,9 +69,11 @@ class NodeReceiptAttestor:
 
     name = "node"
 
-    def __init__(self, rpc: RpcClient, rule: FinalityRule) -> None:
+    def __init__(self, rpc: RpcClient, rule: FinalityRule | FinalityPolicy) -> None:
         self.rpc = rpc
-        self.rule = rule
+        #: The chain's rule and its amount thresholds: a deposit must be final on the
+        #: attesting node under the rule its amount selects.
+        self.policy = rule if isinstance(rule, FinalityPolicy) else FinalityPolicy(rule)
 
     def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
         """See the class docstring.
@@ -111,8 +114,9 @@ class NodeReceiptAttestor:
     def _judge(self, d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any], head: int,
                finalized: BlockHeader | None, canonical_hash: str | None) -> Attestation:
         block = from_quantity(receipt["blockNumber"])
-        final, evidence = evaluate_finality(
-            self.rule, tx_block=block, tx_block_hash=str(receipt["blockHash"]),
+        final, evidence = evaluate_deposit_finality(
+            self.policy, asset=d.asset_code, amount_minor=d.amount_minor,
+            tx_block=block, tx_block_hash=str(receipt["blockHash"]),
             head_block=head, finalized_block=None if finalized is None else finalized.number,
             canonical_hash=canonical_hash,
         )
