@@ -15,7 +15,7 @@ Never against an aggregate balance: a second deposit could mask a missing one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -125,12 +125,16 @@ class NodeReceiptAttestor:
             return Attestation(Verdict.PENDING, "other_block", proof)
         if not final:
             return Attestation(Verdict.PENDING, "not_final_on_attestor", proof)
-        mismatch = _mismatch(d, receipt, tx)
+        mismatch = transfer_mismatch(d, receipt, tx)
         return Attestation(Verdict.DISAGREED if mismatch else Verdict.AGREED, mismatch, proof)
 
 
-def _mismatch(d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any]) -> str | None:
-    """Which field of the chain's transfer differs from the deposit (None: all agree)."""
+def transfer_mismatch(d: DepositRecord, receipt: Mapping[str, Any],
+                      tx: Mapping[str, Any]) -> str | None:
+    """Which field of the chain's transfer differs from the deposit (None: all agree):
+    ``transfer_missing``, ``asset_mismatch``, ``address_mismatch`` or ``amount_mismatch``.
+    ``tx`` is needed for a native transfer (``call:0``) only. ValueError on a position this
+    module cannot decode."""
     kind, index = parse_position(d.position)
     if kind == "call":
         moved = decode_native_transfer(tx, receipt) if index == 0 else None

@@ -391,17 +391,46 @@ def record_rewind(uow: UnitOfWork, chain: ChainConfig, ancestor_block: int,
     states = [S.INCLUDED, S.FINAL, *sorted(model.SETTLED_STATES)]
     batch, cases = _Batch(now), []
     for d in repo.deposits_above(uow.conn, chain.name, ancestor_block, states):
-        moved = batch.add(d, DepositState(d.state), E.BLOCK_REORGED_OUT,
-                          evidence={"ancestor_block": ancestor_block, **observed})
-        if Effect.OPEN_CASE in moved.effects:
-            cases.append(repo.insert_case(
-                uow.conn, d.id, "deep_reorg", d.ledger_transaction_id,
-                expected={"block_number": d.block_number, "block_hash": d.block_hash},
-                observed={"ancestor_block": ancestor_block, **observed}))
-        if Effect.RAISE_ALERT in moved.effects:
-            alerts.critical("deep reorg after crediting: deposit %s %s %s (ledger transaction "
-                            "%s) left the canonical chain; case opened, nothing reversed",
-                            d.chain, d.tx_hash, d.position, d.ledger_transaction_id)
+        cases += _reorged_out(uow, batch, d, {"ancestor_block": ancestor_block, **observed})
+    batch.write(uow)
+    return cases
+
+
+def _reorged_out(uow: UnitOfWork, batch: _Batch, d: DepositRecord,
+                 observed: Mapping[str, Any]) -> list[int]:
+    """Append ``block_reorged_out`` to a locked deposit; a settled one (money moved) opens
+    the ``deep_reorg`` case and raises the alert. Returns the id of the case opened, if any."""
+    moved = batch.add(d, DepositState(d.state), E.BLOCK_REORGED_OUT, evidence=dict(observed))
+    cases = []
+    if Effect.OPEN_CASE in moved.effects:
+        cases.append(repo.insert_case(
+            uow.conn, d.id, "deep_reorg", d.ledger_transaction_id,
+            expected={"block_number": d.block_number, "block_hash": d.block_hash},
+            observed=dict(observed)))
+    if Effect.RAISE_ALERT in moved.effects:
+        alerts.critical("deep reorg after crediting: deposit %s %s %s (ledger transaction "
+                        "%s) left the canonical chain; case opened, nothing reversed",
+                        d.chain, d.tx_hash, d.position, d.ledger_transaction_id)
+    return cases
+
+
+def record_deep_reorgs(uow: UnitOfWork, findings: Mapping[Key, Mapping[str, Any]], *,
+                       now: datetime) -> list[int]:
+    """Settled deposits a re-check found gone from the canonical chain (``findings``: what the
+    node said, per deposit key, including the ``block_hash`` checked): each becomes disputed
+    with a ``deep_reorg`` case and an alert, as in a rewind; nothing is reversed.
+
+    Re-read under lock: a deposit already disputed (by the watcher's rewind or an earlier
+    re-check), or whose block changed since it was read, is left alone, so running the
+    re-check twice opens no second case. Returns the ids of the cases opened.
+    """
+    batch, cases = _Batch(now), []
+    for key, d in repo.lock_deposits(uow.conn, findings).items():
+        observed = findings[key]
+        if d.state not in model.SETTLED_STATES or d.block_hash != observed.get("block_hash"):
+            continue
+        cases += _reorged_out(uow, batch, d, {k: v for k, v in observed.items()
+                                              if k != "block_hash"})
     batch.write(uow)
     return cases
 
