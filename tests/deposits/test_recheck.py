@@ -162,3 +162,19 @@ class TestJudge:
                      receipt=_receipt(self.ours, to="dd"), tx=None) == "address_mismatch"
         assert judge(self.d, canonical_hash=self.ours, known_by_hash=True,
                      receipt={**_receipt(self.ours), "logs": []}, tx=None) == "transfer_missing"
+
+
+@pytest.mark.anvil
+def test_scheduled_per_chain_as_deposits_recheck(rig: Rig) -> None:
+    from api.jobs import build_jobs, run_locked
+
+    rig.chain_options = {"cursor_keep": KEEP}
+    _, new, block = _credited_then_left_behind(rig)
+    rig.node.reorg(rig.node.head() - block + 1)
+    (job,) = build_jobs(rig.engine, rig.config, None, only=["deposits.recheck"])
+    assert job.name == "deposits.recheck:dev" and job.interval_s == 60.0
+    assert run_locked(rig.engine, job) and run_locked(rig.engine, job)
+    assert rig.deposits(new) == {"call:0": "disputed"}
+    assert len(_cases(rig)) == 1
+    rig.chain_options = {"recheck_age_s": 0}  # No horizon: no job.
+    assert build_jobs(rig.engine, rig.config, None, only=["deposits.recheck"]) == []
