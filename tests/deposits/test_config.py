@@ -51,6 +51,11 @@ class TestLoad:
         assert eth.native_minimum_minor == 10**15
         assert str(parse_finality_rule(config.chain("devnet").finality)) == "confirmations:3"
         assert config.address_sources["evm"].kind == "mnemonic"
+        hundred, thousand = config.chain("devnet").finality_by_amount
+        assert (hundred.asset, hundred.at_least_minor, hundred.finality) == (
+            "ETH", 100 * 10**18, "confirmations:12")
+        assert (thousand.at_least_minor, thousand.finality) == (1000 * 10**18, "finalized")
+        assert (eth.recheck_blocks, eth.recheck_age_s, eth.recheck_batch_max) == (0, 86_400, 200)
 
     def test_from_environment_variable(self, tmp_path: Path) -> None:
         path = tmp_path / "c.toml"
