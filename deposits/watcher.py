@@ -10,9 +10,10 @@ and runs these phases; node calls always happen between database transactions, n
    advance the cursor in ONE transaction; a new deposit whose block is already final under the
    rule (head and finalized read before the scan, hash from the scan's own headers) gets its
    ``finality_reached`` row in that same transaction.
-2. progress: confirmations and finality of included deposits, under the chain's rule.
-3. failures: an unconfirmed deposit whose sender's nonce was consumed at a final height by
-   another transaction is failed.
+2. progress: confirmations and finality of included deposits, each under the rule its
+   amount selects (the chain's rule, or a stricter one of ``finality_by_amount``).
+3. failures: an unconfirmed deposit whose sender's nonce was consumed at a height final under
+   the chain's strictest rule by another transaction is failed.
 4. provider: deposits the provider calls complete before our rule is met are held.
 5. settle: final deposits are checked against the custody record (attestor, outside any
    transaction) and credited (``ledger.service.post_batch``, up to 500 deposits per call)
