@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from chains.rpc import to_quantity
 from config.uow import UnitOfWork
 from deposits import service
 from ledger.integrity import verify
-from tests.deposits.conftest import ALICE, BOB, Rig
+from tests.deposits.conftest import ALICE, BOB, CAROL, Rig
 
 pytestmark = pytest.mark.anvil
 
@@ -141,3 +142,27 @@ def test_reorg_of_a_large_deposit_the_small_rule_would_have_credited(rig: Rig) -
     rig.step(2)
     assert rig.deposit_postings() == 1
     assert verify(rig.engine).ok
+
+
+def test_a_nonce_proves_a_deposit_gone_only_under_the_strictest_rule(rig: Rig) -> None:
+    """With a threshold of 6 confirmations, a small deposit whose sender's nonce another
+    transaction took is failed only once that transaction has 6 confirmations, not 3."""
+    rig.chain_options = LARGE
+    ours = rig.node.send_eth(ALICE, rig.user("alice"), 1 * ETH)
+    rig.node.mine(1)
+    nonce = int(rig.node.rpc.get_transaction(ours)["nonce"], 16)  # type: ignore[index]
+    rig.step()
+    other = {"from": ALICE, "to": CAROL, "value": to_quantity(1), "nonce": to_quantity(nonce)}
+    rig.node.reorg(1, [(other, 0)])
+    rig.step()
+    assert rig.deposits(ours) == {"call:0": "unconfirmed"}
+    rig.node.mine(2)  # The replacement has 3 confirmations: final under the chain's rule only.
+    rig.step()
+    assert rig.deposits(ours) == {"call:0": "unconfirmed"}
+    rig.node.mine(3)  # 6 confirmations.
+    assert rig.step().failed == 1
+    assert rig.deposits(ours) == {"call:0": "failed"}
+    with UnitOfWork(rig.engine) as uow:
+        (entry,) = service.timeline(uow, "dev", ours)
+    assert entry.events[-1].evidence["rule"] == "confirmations:6"
+    assert rig.deposit_postings() == 0
