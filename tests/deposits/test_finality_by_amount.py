@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 
+from chains.model import Confirmations
 from chains.rpc import to_quantity
 from config.uow import UnitOfWork
+from deposits import repository as repo
 from deposits import service
+from deposits.attestors import NodeReceiptAttestor, Verdict
 from ledger.integrity import verify
 from tests.deposits.conftest import ALICE, BOB, CAROL, Rig
 
@@ -166,3 +169,25 @@ def test_a_nonce_proves_a_deposit_gone_only_under_the_strictest_rule(rig: Rig) -
         (entry,) = service.timeline(uow, "dev", ours)
     assert entry.events[-1].evidence["rule"] == "confirmations:6"
     assert rig.deposit_postings() == 0
+
+
+def test_the_node_attestor_judges_each_deposit_under_its_own_rule(rig: Rig) -> None:
+    rig.chain_options = LARGE
+    tx_small = rig.node.send_eth(ALICE, rig.user("small"), 1 * ETH)
+    tx_large = rig.node.send_eth(BOB, rig.user("large"), 5 * ETH)
+    rig.node.mine(1)
+    rig.mine_to(_block(rig, tx_large) + 2)
+    rig.step()
+    keys = [("dev", tx_small, "call:0"), ("dev", tx_large, "call:0")]
+    with UnitOfWork(rig.engine) as uow:
+        found = repo.lock_deposits(uow.conn, keys)
+    small, large = found[keys[0]], found[keys[1]]
+    policy = service.finality_policy(rig.config.chain("dev"))
+    verdicts = NodeReceiptAttestor(rig.node.rpc, policy).attest([small, large])
+    assert verdicts[small.id].verdict is Verdict.AGREED
+    assert verdicts[large.id].verdict is Verdict.PENDING
+    assert verdicts[large.id].reason == "not_final_on_attestor"
+    assert verdicts[large.id].evidence["rule"] == "confirmations:6 (amount >= 5 ETH)"
+    # Under the chain's rule alone the attesting node would have agreed already.
+    alone = NodeReceiptAttestor(rig.node.rpc, Confirmations(3)).attest([large])
+    assert alone[large.id].verdict is Verdict.AGREED
