@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from config.uow import UnitOfWork
 from deposits import service
@@ -80,6 +81,10 @@ class TestRecheck:
         assert Rechecker(rig.engine, rig.config, "dev").step(
             now=datetime.now(UTC)).cases_opened == []
         assert len(_cases(rig)) == 1
+        with UnitOfWork(rig.engine) as uow:  # The case's alert, for the webhooks: one.
+            assert uow.conn.execute(sa.text(
+                "SELECT count(*) FROM outbox_events WHERE type = 'alert.deep_reorg'")
+            ).scalar_one() == 1
         assert verify(rig.engine).ok
 
     def test_deposits_still_canonical_open_nothing(self, rig: Rig) -> None:
