@@ -233,6 +233,7 @@ class ScanFinality:
     headers (linked by parent hash from the cursor) give the hash the node reports at each
     height. A catch-up finds most deposits already final: recording ``finality_reached``
     right after ``transfer_included`` spares a second read of the same rows and blocks.
+    ``rule`` is the chain's rule or its policy with amount thresholds (``finality_policy``).
     """
 
     rule: FinalityRule | FinalityPolicy
