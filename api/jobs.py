@@ -101,6 +101,8 @@ class Intervals:
     custody_s: float = 600.0
     #: A proof-of-reserves report stores a leaf per user (a million users: a million rows).
     reserves_s: float = 86_400.0
+    #: Settled deposits re-read past the reorg window, one bounded batch per run.
+    recheck_s: float = 60.0
 
     @classmethod
     def uniform(cls, seconds: float) -> Intervals:
@@ -358,6 +360,7 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
 def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | None,
                 iv: Intervals, environ: dict[str, str] | None,
                 scfg: SweepsConfig | None = None) -> list[Job]:
+    from deposits.recheck import Rechecker
     from deposits.watcher import Watcher
     from withdrawals import processor
 
@@ -370,6 +373,10 @@ def _chain_jobs(engine: Engine, chains: ChainsConfig, wcfg: WithdrawalsConfig | 
                         partial(_watch, gate, watcher)))
         jobs.append(Job(f"reconcile.custody:{name}", iv.custody_s,
                         partial(_custody, gate, engine, chains, name)))
+        rechecker = Rechecker(engine, chains, name)
+        if rechecker.enabled:
+            jobs.append(Job(f"deposits.recheck:{name}", iv.recheck_s,
+                            partial(_recheck, gate, rechecker)))
         if wcfg is None or name not in wcfg.hot_wallets:
             continue
         # The sweeper runs without the hot wallet's signer too (its sweeps are signed by the
@@ -517,6 +524,11 @@ def provider_recheck(engine: Engine, now: datetime) -> Recorded:
 def _watch(gate: ChainGate, watcher: Any, now: datetime) -> object:
     gate.admit(now)
     return watcher.step(now=now)
+
+
+def _recheck(gate: ChainGate, rechecker: Any, now: datetime) -> object:
+    gate.admit(now)
+    return rechecker.step(now=now)
 
 
 def _process(gate: ChainGate, engine: Engine, wcfg: WithdrawalsConfig, ctx: Any,

@@ -143,7 +143,10 @@ def is_final(
 class FinalityEvidence:
     """What a finality decision relied on; stored with every credited deposit.
 
-    ``rule`` is the rule's text form (``"confirmations:12"`` or ``"finalized"``).
+    ``rule`` is the rule's text form (``"confirmations:12"`` or ``"finalized"``; with an
+    amount threshold ``"confirmations:64 (amount >= 100 ETH)"``). ``threshold`` is the amount
+    threshold that chose the rule (:meth:`AmountThreshold.to_json`), None under the chain's
+    own rule.
     """
 
     rule: str
@@ -152,10 +155,12 @@ class FinalityEvidence:
     head_block: int
     finalized_block: int | None
     confirmations: int
+    threshold: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A plain dict (ints and strings only) for a JSON column or an API answer."""
-        return {
+        """A plain dict (ints and strings only) for a JSON column or an API answer; the key
+        ``threshold`` only when a threshold chose the rule."""
+        found: dict[str, Any] = {
             "rule": self.rule,
             "tx_block": self.tx_block,
             "tx_block_hash": self.tx_block_hash,
@@ -163,6 +168,9 @@ class FinalityEvidence:
             "finalized_block": self.finalized_block,
             "confirmations": self.confirmations,
         }
+        if self.threshold is not None:
+            found["threshold"] = dict(self.threshold)
+        return found
 
 
 def evaluate_finality(
@@ -192,6 +200,113 @@ def evaluate_finality(
         confirmations=confirmations(head_block, tx_block),
     )
     return final, evidence
+
+
+# --------------------------------------------------------------------------- by amount
+
+
+def rule_strictness(rule: FinalityRule) -> tuple[int, int]:
+    """A sort key: a greater key is a stricter rule.
+
+    ``confirmations:N`` grow with N; ``finalized`` is stricter than any number of
+    confirmations (the chain's own finality guarantee, which no depth buys on a proof-of-stake
+    chain). The same order as ``config.chains.finality_strictness`` on the rule's text.
+    """
+    if isinstance(rule, Confirmations):
+        return (0, rule.required)
+    return (1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class AmountThreshold:
+    """From ``at_least_minor`` (ledger minor units of ``asset``) up, deposits of ``asset`` are
+    final only under ``rule``, a stricter rule than the chain's own.
+
+    ``at_least`` is the threshold as configured (decimal units of the asset), kept for the
+    rule's text and the evidence.
+    """
+
+    asset: str
+    at_least_minor: int
+    at_least: str
+    rule: FinalityRule
+
+    def describe(self) -> str:
+        """The rule text recorded with a deposit it applied to:
+        ``"confirmations:64 (amount >= 100 ETH)"``."""
+        return f"{self.rule} (amount >= {self.at_least} {self.asset})"
+
+    def to_json(self) -> dict[str, str]:
+        """The evidence field ``threshold`` (strings: amounts never as JSON numbers)."""
+        return {"asset": self.asset, "at_least": self.at_least,
+                "at_least_minor": str(self.at_least_minor), "rule": str(self.rule)}
+
+
+@dataclass(frozen=True, slots=True)
+class FinalityPolicy:
+    """A chain's finality: its own rule, and stricter ones for large amounts per asset.
+
+    A deposit of ``asset`` for ``amount_minor`` is final under the rule of the highest
+    threshold it reaches (``amount_minor >= at_least_minor``), else under ``base``. Amounts are
+    in the ledger asset's minor units: the same threshold holds whichever token or decimals
+    the asset arrived in. A deposit without a ledger amount (not convertible, ignored) is
+    judged under ``base``.
+    """
+
+    base: FinalityRule
+    thresholds: tuple[AmountThreshold, ...] = ()
+
+    def select(self, asset: str | None,
+               amount_minor: int | None) -> tuple[FinalityRule, AmountThreshold | None]:
+        """The rule a deposit is judged under, and the threshold that chose it (or None)."""
+        chosen: AmountThreshold | None = None
+        if asset is not None and amount_minor is not None:
+            for t in self.thresholds:
+                if t.asset == asset and amount_minor >= t.at_least_minor and (
+                        chosen is None or t.at_least_minor > chosen.at_least_minor):
+                    chosen = t
+        return (self.base if chosen is None else chosen.rule), chosen
+
+    @property
+    def rules(self) -> tuple[FinalityRule, ...]:
+        """Every rule of the policy, the chain's own first."""
+        return (self.base, *(t.rule for t in self.thresholds))
+
+    @property
+    def needs_finalized(self) -> bool:
+        """Whether some rule needs the node's ``finalized`` block."""
+        return any(isinstance(r, FinalizedTag) for r in self.rules)
+
+    @property
+    def strictest(self) -> FinalityRule:
+        """The strictest rule of the policy (the chain's own when there is no threshold)."""
+        return max(self.rules, key=rule_strictness)
+
+
+def evaluate_deposit_finality(
+    policy: FinalityPolicy,
+    *,
+    asset: str | None,
+    amount_minor: int | None,
+    tx_block: int,
+    tx_block_hash: str,
+    head_block: int,
+    finalized_block: int | None,
+    canonical_hash: str | None,
+) -> tuple[bool, FinalityEvidence]:
+    """:func:`evaluate_finality` under the rule ``policy`` selects for this amount; the
+    evidence names the threshold (its ``rule`` text and its ``threshold`` field)."""
+    rule, threshold = policy.select(asset, amount_minor)
+    final, evidence = evaluate_finality(
+        rule, tx_block=tx_block, tx_block_hash=tx_block_hash, head_block=head_block,
+        finalized_block=finalized_block, canonical_hash=canonical_hash)
+    if threshold is None:
+        return final, evidence
+    return final, FinalityEvidence(
+        rule=threshold.describe(), tx_block=evidence.tx_block,
+        tx_block_hash=evidence.tx_block_hash, head_block=evidence.head_block,
+        finalized_block=evidence.finalized_block, confirmations=evidence.confirmations,
+        threshold=threshold.to_json())
 
 
 # --------------------------------------------------------------------------- reorgs

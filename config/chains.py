@@ -13,6 +13,16 @@ package: the finality rule is kept as its canonical text (``"confirmations:12"``
 Confirmations are counted the way ``chains.model.confirmations`` does: a transaction in block
 ``b`` has ``head - b + 1`` confirmations (its own block is the first), final at ``N`` or more.
 
+Finality by amount: ``[[chains.<name>.finality_by_amount]]`` tables (``asset``, ``at_least`` in
+decimal units of the asset, ``finality``) make deposits of that asset at or above the amount
+wait for a stricter rule than the chain's own (more confirmations, or ``finalized``). The loader
+refuses a rule that is not stricter than the chain's, thresholds of one asset whose rules do not
+get stricter as the amount grows, and an asset the chain does not credit.
+
+Re-checks past the reorg window: ``recheck_blocks`` and ``recheck_age_s`` bound which settled
+deposits the ``deposits.recheck`` job re-reads (block within that many blocks of the head, or
+settled within that many seconds), ``recheck_batch_max`` deposits per step.
+
 Our own addresses besides the users' deposit addresses: ``[chains.<name>]`` may list
 ``hot_addresses`` (hot wallets the engine holds keys for) and ``cold_addresses`` (watch-only:
 no key in the engine). The payout hot wallet of ``[withdrawals.hot_wallets.<name>]`` in the
@@ -67,6 +77,20 @@ class TokenConfig:
 
 
 @dataclass(frozen=True)
+class FinalityThresholdConfig:
+    """A stricter finality rule for large deposits of one asset on one chain.
+
+    Deposits of ``asset`` of at least ``at_least_minor`` (ledger minor units; ``at_least`` is
+    the configured decimal text) are final only under ``finality`` (canonical rule text).
+    """
+
+    asset: str
+    at_least: str
+    at_least_minor: int
+    finality: str
+
+
+@dataclass(frozen=True)
 class AddressSourceConfig:
     """Where a chain family's deposit addresses come from.
 
@@ -116,6 +140,17 @@ class ChainConfig:
     hot_addresses: tuple[str, ...] = ()
     #: Cold addresses of this chain (lower-case hex): watch-only, the engine has no key.
     cold_addresses: tuple[str, ...] = ()
+    #: Stricter finality for large deposits, per asset, in increasing amounts per asset.
+    finality_by_amount: tuple[FinalityThresholdConfig, ...] = ()
+    #: Settled deposits whose block is within this many blocks of the head are re-read by the
+    #: ``deposits.recheck`` job (0: no horizon in blocks).
+    recheck_blocks: int = 0
+    #: Settled deposits settled within this many seconds are re-read too (0: no horizon in
+    #: time). Both 0: the job does not run for this chain.
+    recheck_age_s: int = 86_400
+    #: Deposits re-read per step of the job (bounded RPC per step: at most this many blocks
+    #: and receipts).
+    recheck_batch_max: int = 200
 
     def address_kind(self, address: str) -> str | None:
         """``"hot"`` or ``"cold"`` for one of our own addresses (any case), else None."""
@@ -209,6 +244,62 @@ def _parse_token(raw: Any, assets: Mapping[str, AssetConfig], where: str) -> Tok
     )
 
 
+def finality_strictness(rule: str) -> tuple[int, int]:
+    """A sort key of a canonical rule text: greater is stricter. ``confirmations:N`` grow with
+    N; ``finalized`` is above any number of confirmations (``chains.model.rule_strictness``)."""
+    if rule == "finalized":
+        return (1, 0)
+    return (0, int(rule.partition(":")[2]))
+
+
+def _rule_text(value: Any, what: str) -> str:
+    finality = value.strip().lower() if isinstance(value, str) else ""
+    if finality == "finalized_tag":
+        finality = "finalized"
+    if not _RULE.match(finality):
+        raise ConfigurationInvalid(f"{what} must be 'finalized' or 'confirmations:<N>' "
+                                   f"(N >= 1), got {value!r}")
+    return finality
+
+
+def _parse_thresholds(raw: Mapping[str, Any], where: str, assets: Mapping[str, AssetConfig],
+                      credited: set[str], finality: str) -> tuple[FinalityThresholdConfig, ...]:
+    """``finality_by_amount``: each stricter than the chain's rule, and, per asset, stricter
+    as the amount grows (a larger deposit never waits less than a smaller one)."""
+    tables = raw.get("finality_by_amount", [])
+    if not isinstance(tables, list):
+        raise ConfigurationInvalid(f"{where}.finality_by_amount must be a list of tables "
+                                   "([[chains.<name>.finality_by_amount]])")
+    found = []
+    for i, t in enumerate(tables):
+        at = f"{where}.finality_by_amount[{i}]"
+        if not isinstance(t, Mapping) or set(t) - {"asset", "at_least", "finality"}:
+            raise ConfigurationInvalid(f"{at} must be a table of asset, at_least and finality")
+        asset = _asset(assets, _text(t, "asset", at, pattern=_ASSET), at)
+        if asset.code not in credited:
+            raise ConfigurationInvalid(f"{at}: asset {asset.code} is not credited on "
+                                       f"{where} (its native asset or a listed token's)")
+        minor = parse_units(t.get("at_least"), asset.scale, what=f"{at}.at_least")
+        if minor <= 0:
+            raise ConfigurationInvalid(f"{at}.at_least must be above 0")
+        rule = _rule_text(t.get("finality"), f"{at}.finality")
+        if finality_strictness(rule) <= finality_strictness(finality):
+            raise ConfigurationInvalid(f"{at}.finality {rule!r} is not stricter than the "
+                                       f"chain's finality {finality!r}")
+        found.append(FinalityThresholdConfig(asset.code, str(t["at_least"]), minor, rule))
+    for code in sorted({t.asset for t in found}):
+        tiers = sorted((t for t in found if t.asset == code), key=lambda t: t.at_least_minor)
+        for low, high in zip(tiers, tiers[1:], strict=False):
+            if low.at_least_minor == high.at_least_minor:
+                raise ConfigurationInvalid(f"{where}.finality_by_amount: two thresholds of "
+                                           f"{code} at {high.at_least}")
+            if finality_strictness(high.finality) <= finality_strictness(low.finality):
+                raise ConfigurationInvalid(
+                    f"{where}.finality_by_amount: {code} at {high.at_least} has "
+                    f"{high.finality!r}, not stricter than {low.finality!r} at {low.at_least}")
+    return tuple(found)
+
+
 def _rpc_url(raw: Mapping[str, Any], where: str) -> str:
     # Secrets only from the environment: an RPC URL carrying an API key is named by variable.
     env = raw.get("rpc_url_env")
@@ -251,12 +342,9 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig],
                    for i, t in enumerate(raw.get("tokens", [])))
     if len({t.contract for t in tokens}) != len(tokens):
         raise ConfigurationInvalid(f"{where}: a token contract is listed twice")
-    finality = _text(raw, "finality", where).strip().lower()
-    if finality == "finalized_tag":
-        finality = "finalized"
-    if not _RULE.match(finality):
-        raise ConfigurationInvalid(f"{where}.finality must be 'finalized' or "
-                                   f"'confirmations:<N>' (N >= 1), got {finality!r}")
+    finality = _rule_text(_text(raw, "finality", where), f"{where}.finality")
+    thresholds = _parse_thresholds(raw, where, assets, {native.code, *(t.asset for t in tokens)},
+                                   finality)
     attestor = _text(raw, "attestor", where, default="node")
     if attestor not in ATTESTORS:
         raise ConfigurationInvalid(f"{where}.attestor must be one of {sorted(ATTESTORS)}")
@@ -288,6 +376,11 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig],
         poll_interval_s=float(raw.get("poll_interval_s", 2.0)),
         hot_addresses=hot,
         cold_addresses=cold,
+        finality_by_amount=thresholds,
+        recheck_blocks=_int(raw, "recheck_blocks", where, default=0, high=10_000_000),
+        recheck_age_s=_int(raw, "recheck_age_s", where, default=86_400, high=10 * 366 * 86_400),
+        recheck_batch_max=_int(raw, "recheck_batch_max", where, default=200, low=1,
+                               high=10_000),
     )
 
 

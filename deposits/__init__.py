@@ -16,9 +16,11 @@ Design in brief (DESIGN.md section 5):
   scale, exactly or not at all (then held for review). Values at or above 2^127 are ignored as
   out of range; unlisted and same-symbol fake tokens are ignored; below-minimum deposits are
   booked to ``suspense:unattributed`` once final.
-- Finality is the chain's rule (``confirmations:N`` or ``finalized``); a reorg before finality
+- Finality is the chain's rule (``confirmations:N`` or ``finalized``), or a stricter one for
+  large deposits of an asset (``finality_by_amount``, ``chains.model.FinalityPolicy``): the
+  rule recorded with the deposit names the threshold that applied. A reorg before finality
   sends a deposit back to ``unconfirmed`` (never failed); it fails only when its sender's nonce
-  was consumed by another transaction that is itself final.
+  was consumed by another transaction that is final under the chain's strictest rule.
 - Crediting happens once final AND the custody record agrees (an attestor: the node re-reading
   the receipt, or the provider's stored notification), through ``ledger.service.post_batch``
   with an idempotency key derived from the deposit key, in the same transaction as the
@@ -31,4 +33,8 @@ Design in brief (DESIGN.md section 5):
   CR equity:owner``) or, unattributed, to suspense with a case that two admins resolve
   (``deposits.own``). ``treasury`` reports the ledger next to the chain at the finalized block.
 - ``watcher.Watcher.step`` is one bounded step; ``jobs.run_watch`` loops over it.
+- Past the watcher's reorg window (``cursor_keep`` blocks), ``recheck.Rechecker.step`` (the job
+  ``deposits.recheck:<chain>``) re-reads the blocks and receipts of settled deposits within a
+  horizon, in bounded batches, and disputes one gone from the canonical chain with the same
+  ``deep_reorg`` case and alert, once.
 """

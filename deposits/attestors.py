@@ -15,7 +15,7 @@ Never against an aggregate balance: a second deposit could mask a missing one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -25,8 +25,9 @@ from sqlalchemy.engine import Engine
 from chains.evm import decode_native_transfer, is_erc20_transfer_log, transfer_from_log
 from chains.model import (
     BlockHeader,
+    FinalityPolicy,
     FinalityRule,
-    evaluate_finality,
+    evaluate_deposit_finality,
     parse_position,
     same_hash,
 )
@@ -68,9 +69,11 @@ class NodeReceiptAttestor:
 
     name = "node"
 
-    def __init__(self, rpc: RpcClient, rule: FinalityRule) -> None:
+    def __init__(self, rpc: RpcClient, rule: FinalityRule | FinalityPolicy) -> None:
         self.rpc = rpc
-        self.rule = rule
+        #: The chain's rule and its amount thresholds: a deposit must be final on the
+        #: attesting node under the rule its amount selects.
+        self.policy = rule if isinstance(rule, FinalityPolicy) else FinalityPolicy(rule)
 
     def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
         """See the class docstring.
@@ -111,8 +114,9 @@ class NodeReceiptAttestor:
     def _judge(self, d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any], head: int,
                finalized: BlockHeader | None, canonical_hash: str | None) -> Attestation:
         block = from_quantity(receipt["blockNumber"])
-        final, evidence = evaluate_finality(
-            self.rule, tx_block=block, tx_block_hash=str(receipt["blockHash"]),
+        final, evidence = evaluate_deposit_finality(
+            self.policy, asset=d.asset_code, amount_minor=d.amount_minor,
+            tx_block=block, tx_block_hash=str(receipt["blockHash"]),
             head_block=head, finalized_block=None if finalized is None else finalized.number,
             canonical_hash=canonical_hash,
         )
@@ -121,12 +125,16 @@ class NodeReceiptAttestor:
             return Attestation(Verdict.PENDING, "other_block", proof)
         if not final:
             return Attestation(Verdict.PENDING, "not_final_on_attestor", proof)
-        mismatch = _mismatch(d, receipt, tx)
+        mismatch = transfer_mismatch(d, receipt, tx)
         return Attestation(Verdict.DISAGREED if mismatch else Verdict.AGREED, mismatch, proof)
 
 
-def _mismatch(d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any]) -> str | None:
-    """Which field of the chain's transfer differs from the deposit (None: all agree)."""
+def transfer_mismatch(d: DepositRecord, receipt: Mapping[str, Any],
+                      tx: Mapping[str, Any]) -> str | None:
+    """Which field of the chain's transfer differs from the deposit (None: all agree):
+    ``transfer_missing``, ``asset_mismatch``, ``address_mismatch`` or ``amount_mismatch``.
+    ``tx`` is needed for a native transfer (``call:0``) only. ValueError on a position this
+    module cannot decode."""
     kind, index = parse_position(d.position)
     if kind == "call":
         moved = decode_native_transfer(tx, receipt) if index == 0 else None

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from chains.model import FinalityRule, evaluate_finality
+from chains.model import (
+    AmountThreshold,
+    FinalityPolicy,
+    FinalityRule,
+    evaluate_deposit_finality,
+    parse_finality_rule,
+)
 from chains.model import advance_cursor as chain_advance
 from config.chains import AddressSourceConfig, ChainConfig, ChainsConfig
 from config.money import AmountTextInvalid, parse_decimal_amount
@@ -208,6 +214,17 @@ def _listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Lis
     return Listing(asset.code, listed.decimals, asset.scale, listed.minimum_minor, symbols)
 
 
+def finality_policy(chain: ChainConfig) -> FinalityPolicy:
+    """The chain's finality rule with its amount thresholds (``finality_by_amount``)."""
+    return FinalityPolicy(parse_finality_rule(chain.finality), tuple(
+        AmountThreshold(t.asset, t.at_least_minor, t.at_least, parse_finality_rule(t.finality))
+        for t in chain.finality_by_amount))
+
+
+def _policy(rule: FinalityRule | FinalityPolicy) -> FinalityPolicy:
+    return rule if isinstance(rule, FinalityPolicy) else FinalityPolicy(rule)
+
+
 @dataclass(frozen=True)
 class ScanFinality:
     """What the node said while the scan read its blocks, to judge finality at once.
@@ -216,9 +233,10 @@ class ScanFinality:
     headers (linked by parent hash from the cursor) give the hash the node reports at each
     height. A catch-up finds most deposits already final: recording ``finality_reached``
     right after ``transfer_included`` spares a second read of the same rows and blocks.
+    ``rule`` is the chain's rule or its policy with amount thresholds (``finality_policy``).
     """
 
-    rule: FinalityRule
+    rule: FinalityRule | FinalityPolicy
     head_block: int
     finalized_block: int | None
 
@@ -266,21 +284,24 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
                       evidence={"log_index": t.log_index})
     ids = repo.insert_deposits(uow.conn, new_rows)
     canonical = {h.number: h.hash for h in headers}
+    policy = _policy(finality.rule) if finality is not None else None
     finals = 0
     for row in new_rows:
         row["id"] = ids[(row["chain"], row["tx_hash"], row["position"])]
         ignored = row["state"] == S.IGNORED
         batch.add(row, None, E.TRANSFER_IGNORED if ignored else E.TRANSFER_INCLUDED,
                   reason=row["booking_reason"], evidence={"log_index": row.pop("log_index")})
-        if ignored or finality is None:
+        if ignored or finality is None or policy is None:
             continue
-        final, evidence = evaluate_finality(
-            finality.rule, tx_block=row["block_number"], tx_block_hash=row["block_hash"],
+        amount = row["amount_minor"]
+        final, evidence = evaluate_deposit_finality(
+            policy, asset=row["asset_code"], amount_minor=None if amount is None else int(amount),
+            tx_block=row["block_number"], tx_block_hash=row["block_hash"],
             head_block=finality.head_block, finalized_block=finality.finalized_block,
             canonical_hash=canonical.get(row["block_number"]))
         if final:
             batch.add(row, S.INCLUDED, E.FINALITY_REACHED, confirmations=evidence.confirmations,
-                      rule=str(finality.rule), evidence=evidence.to_json())
+                      rule=evidence.rule, evidence=evidence.to_json())
             finals += 1
     batch.write(uow)
     for header in headers:
@@ -327,30 +348,33 @@ def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: 
     }
 
 
-def record_progress(uow: UnitOfWork, chain: ChainConfig, rule: FinalityRule, keys: Sequence[Key],
-                    *, head_block: int, finalized_block: int | None,
+def record_progress(uow: UnitOfWork, chain: ChainConfig, rule: FinalityRule | FinalityPolicy,
+                    keys: Sequence[Key], *, head_block: int, finalized_block: int | None,
                     canonical: Mapping[int, str], now: datetime) -> int:
     """Confirmation progress and finality of included deposits; returns how many became final.
 
+    ``rule`` is the chain's rule, or its policy with amount thresholds: each deposit is judged
+    under the rule its amount selects, and its rows name that rule (and the threshold).
     ``canonical`` holds the node's current hashes at the deposits' heights (read before this
     transaction); a deposit whose block hash differs is left alone: the next step's reorg
     check rewinds it.
     """
-    batch, finals = _Batch(now), 0
+    batch, finals, policy = _Batch(now), 0, _policy(rule)
     for d in repo.lock_deposits(uow.conn, keys).values():
         if d.state != S.INCLUDED or d.block_number is None or d.block_hash is None:
             continue
-        final, evidence = evaluate_finality(
-            rule, tx_block=d.block_number, tx_block_hash=d.block_hash, head_block=head_block,
-            finalized_block=finalized_block, canonical_hash=canonical.get(d.block_number))
+        final, evidence = evaluate_deposit_finality(
+            policy, asset=d.asset_code, amount_minor=d.amount_minor, tx_block=d.block_number,
+            tx_block_hash=d.block_hash, head_block=head_block, finalized_block=finalized_block,
+            canonical_hash=canonical.get(d.block_number))
         if final:
             batch.add(d, S.INCLUDED, E.FINALITY_REACHED, confirmations=evidence.confirmations,
-                      rule=str(rule), evidence=evidence.to_json())
+                      rule=evidence.rule, evidence=evidence.to_json())
             finals += 1
         elif (evidence.confirmations != d.confirmations
               and canonical.get(d.block_number) == d.block_hash):
             batch.add(d, S.INCLUDED, E.CONFIRMATIONS_OBSERVED,
-                      confirmations=evidence.confirmations, rule=str(rule),
+                      confirmations=evidence.confirmations, rule=evidence.rule,
                       evidence=evidence.to_json())
     batch.write(uow)
     return finals
@@ -368,17 +392,46 @@ def record_rewind(uow: UnitOfWork, chain: ChainConfig, ancestor_block: int,
     states = [S.INCLUDED, S.FINAL, *sorted(model.SETTLED_STATES)]
     batch, cases = _Batch(now), []
     for d in repo.deposits_above(uow.conn, chain.name, ancestor_block, states):
-        moved = batch.add(d, DepositState(d.state), E.BLOCK_REORGED_OUT,
-                          evidence={"ancestor_block": ancestor_block, **observed})
-        if Effect.OPEN_CASE in moved.effects:
-            cases.append(repo.insert_case(
-                uow.conn, d.id, "deep_reorg", d.ledger_transaction_id,
-                expected={"block_number": d.block_number, "block_hash": d.block_hash},
-                observed={"ancestor_block": ancestor_block, **observed}))
-        if Effect.RAISE_ALERT in moved.effects:
-            alerts.critical("deep reorg after crediting: deposit %s %s %s (ledger transaction "
-                            "%s) left the canonical chain; case opened, nothing reversed",
-                            d.chain, d.tx_hash, d.position, d.ledger_transaction_id)
+        cases += _reorged_out(uow, batch, d, {"ancestor_block": ancestor_block, **observed})
+    batch.write(uow)
+    return cases
+
+
+def _reorged_out(uow: UnitOfWork, batch: _Batch, d: DepositRecord,
+                 observed: Mapping[str, Any]) -> list[int]:
+    """Append ``block_reorged_out`` to a locked deposit; a settled one (money moved) opens
+    the ``deep_reorg`` case and raises the alert. Returns the id of the case opened, if any."""
+    moved = batch.add(d, DepositState(d.state), E.BLOCK_REORGED_OUT, evidence=dict(observed))
+    cases = []
+    if Effect.OPEN_CASE in moved.effects:
+        cases.append(repo.insert_case(
+            uow.conn, d.id, "deep_reorg", d.ledger_transaction_id,
+            expected={"block_number": d.block_number, "block_hash": d.block_hash},
+            observed=dict(observed)))
+    if Effect.RAISE_ALERT in moved.effects:
+        alerts.critical("deep reorg after crediting: deposit %s %s %s (ledger transaction "
+                        "%s) left the canonical chain; case opened, nothing reversed",
+                        d.chain, d.tx_hash, d.position, d.ledger_transaction_id)
+    return cases
+
+
+def record_deep_reorgs(uow: UnitOfWork, findings: Mapping[Key, Mapping[str, Any]], *,
+                       now: datetime) -> list[int]:
+    """Settled deposits a re-check found gone from the canonical chain (``findings``: what the
+    node said, per deposit key, including the ``block_hash`` checked): each becomes disputed
+    with a ``deep_reorg`` case and an alert, as in a rewind; nothing is reversed.
+
+    Re-read under lock: a deposit already disputed (by the watcher's rewind or an earlier
+    re-check), or whose block changed since it was read, is left alone, so running the
+    re-check twice opens no second case. Returns the ids of the cases opened.
+    """
+    batch, cases = _Batch(now), []
+    for key, d in repo.lock_deposits(uow.conn, findings).items():
+        observed = findings[key]
+        if d.state not in model.SETTLED_STATES or d.block_hash != observed.get("block_hash"):
+            continue
+        cases += _reorged_out(uow, batch, d, {k: v for k, v in observed.items()
+                                              if k != "block_hash"})
     batch.write(uow)
     return cases
 

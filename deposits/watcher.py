@@ -10,9 +10,10 @@ and runs these phases; node calls always happen between database transactions, n
    advance the cursor in ONE transaction; a new deposit whose block is already final under the
    rule (head and finalized read before the scan, hash from the scan's own headers) gets its
    ``finality_reached`` row in that same transaction.
-2. progress: confirmations and finality of included deposits, under the chain's rule.
-3. failures: an unconfirmed deposit whose sender's nonce was consumed at a final height by
-   another transaction is failed.
+2. progress: confirmations and finality of included deposits, each under the rule its
+   amount selects (the chain's rule, or a stricter one of ``finality_by_amount``).
+3. failures: an unconfirmed deposit whose sender's nonce was consumed at a height final under
+   the chain's strictest rule by another transaction is failed.
 4. provider: deposits the provider calls complete before our rule is met are held.
 5. settle: final deposits are checked against the custody record (attestor, outside any
    transaction) and credited (``ledger.service.post_batch``, up to 500 deposits per call)
@@ -46,8 +47,8 @@ from sqlalchemy.engine import Engine
 
 from chains.model import (
     Confirmations,
+    FinalityPolicy,
     FinalityRule,
-    FinalizedTag,
     cursor_heights,
     find_common_ancestor,
     parse_finality_rule,
@@ -120,13 +121,15 @@ class Watcher:
         self.config = config
         self.chain = config.chain(chain)
         self.rule: FinalityRule = parse_finality_rule(self.chain.finality)
+        #: The rule with its amount thresholds: each deposit is judged under its own.
+        self.policy: FinalityPolicy = service.finality_policy(self.chain)
         self.rpc = rpc or rpc_for(self.chain.rpc_url, self.chain)
         if attestor is None:
             if self.chain.attestor == "provider":
                 attestor = ProviderAttestor(engine)
             else:
                 url = self.chain.attestor_rpc_url or self.chain.rpc_url
-                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.rule)
+                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.policy)
         self.attestor = attestor
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max
@@ -226,7 +229,7 @@ class Watcher:
             # Catching up: read the next range from the node while this one is written.
             self._ahead = (last.number, last.hash), time.monotonic(), self._pool.submit(
                 self._fetch, self._ahead_rpc, (last.number, last.hash))
-        finality = service.ScanFinality(self.rule, head, fetched.heads[1])
+        finality = service.ScanFinality(self.policy, head, fetched.heads[1])
         report.new_deposits, report.finals = run_in_transaction(
             self.engine, lambda uow: service.record_scan_final(
                 uow, self.config, self.chain, result.headers, result.observations,
@@ -291,7 +294,7 @@ class Watcher:
     def _finality_heads(self, rpc: RpcClient | None = None) -> tuple[int, int | None]:
         rpc = rpc or self.rpc
         head = rpc.block_number()
-        if isinstance(self.rule, FinalizedTag):
+        if self.policy.needs_finalized:
             finalized = rpc.get_block("finalized")
             return head, None if finalized is None else finalized.number
         return head, None
@@ -305,13 +308,17 @@ class Watcher:
         heights = sorted({d.block_number for d in open_ if d.block_number is not None})
         canonical = self.rpc.canonical_hashes(heights)
         report.finals += run_in_transaction(self.engine, lambda uow: service.record_progress(
-            uow, self.chain, self.rule, [d.key for d in open_], head_block=head,
+            uow, self.chain, self.policy, [d.key for d in open_], head_block=head,
             finalized_block=finalized, canonical=canonical, now=now))
 
     def _final_height(self) -> int | None:
+        # A deposit is proven gone only by a transaction final under the strictest rule of
+        # the chain: with amount thresholds, a small deposit waits as long as a large one
+        # before it is called failed (never sooner than under the chain's own rule).
         head, finalized = self._finality_heads()
-        if isinstance(self.rule, Confirmations):
-            height = head - self.rule.required + 1
+        rule = self.policy.strictest
+        if isinstance(rule, Confirmations):
+            height = head - rule.required + 1
             return height if height >= 0 else None
         return finalized
 
@@ -334,7 +341,7 @@ class Watcher:
         receipts = self.rpc.get_receipts([d.tx_hash for d in consumed])
         proofs = {d.key: {"sender": d.tx_from, "nonce": d.tx_nonce, "final_block": height,
                           "sender_nonce_at_final_block": from_quantity(counts[d.tx_from]),
-                          "rule": str(self.rule)}
+                          "rule": str(self.policy.strictest)}
                   for d, r in zip(consumed, receipts, strict=True) if r is None}
         if proofs:
             report.failed = run_in_transaction(

@@ -137,6 +137,26 @@ def deposits_above(conn: Connection, chain: str, block_number: int,
     return [_deposit(r) for r in rows]
 
 
+def deposits_to_recheck(conn: Connection, chain: str, states: Sequence[str], *,
+                        min_block: int | None, since: datetime | None, after_id: int,
+                        limit: int) -> list[DepositRecord]:
+    """Deposits of ``chain`` in ``states`` with an id above ``after_id``, whose block is at or
+    above ``min_block`` or whose state moved at or after ``since`` (None: that bound is
+    off), in id order, at most ``limit``; not locked."""
+    if min_block is None and since is None:
+        return []
+    rows = conn.execute(
+        sa.text(f"SELECT {_DEPOSIT_COLUMNS} FROM deposits WHERE chain = :c "
+                "AND state = ANY(:s) AND id > :a AND block_number IS NOT NULL "
+                "AND ((CAST(:b AS bigint) IS NOT NULL AND block_number >= :b) "
+                " OR (CAST(:t AS timestamptz) IS NOT NULL AND updated_at >= :t)) "
+                "ORDER BY id LIMIT :n"),
+        {"c": chain, "s": list(states), "a": after_id, "b": min_block, "t": since,
+         "n": limit},
+    ).all()
+    return [_deposit(r) for r in rows]
+
+
 def insert_deposits(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> dict[Key, int]:
     """Insert new deposits (state, block and address kind included); return their ids by
     key."""

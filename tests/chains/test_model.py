@@ -8,13 +8,16 @@ from hypothesis import strategies as st
 
 from chains.errors import FinalityRuleInvalid
 from chains.model import (
+    AmountThreshold,
     Confirmations,
     FinalityEvidence,
+    FinalityPolicy,
     FinalizedTag,
     advance_cursor,
     confirmations,
     cursor_heights,
     detect_reorg,
+    evaluate_deposit_finality,
     evaluate_finality,
     find_common_ancestor,
     is_final,
@@ -210,3 +213,47 @@ class TestCursor:
         cursor = ((1, "0x01"), (2, "0x02"), (3, "0x03"))
         assert rewind_cursor(cursor, 1) == ((1, "0x01"),)
         assert cursor_heights(cursor) == [3, 2, 1]
+
+
+class TestFinalityPolicy:
+    big = AmountThreshold("ETH", 100 * 10**18, "100", Confirmations(64))
+    huge = AmountThreshold("ETH", 1000 * 10**18, "1000", FinalizedTag())
+    policy = FinalityPolicy(Confirmations(12), (huge, big))
+
+    def test_both_sides_of_each_threshold(self) -> None:
+        below = self.big.at_least_minor - 1
+        assert self.policy.select("ETH", below) == (Confirmations(12), None)
+        assert self.policy.select("ETH", self.big.at_least_minor) == (Confirmations(64), self.big)
+        assert self.policy.select("ETH", self.huge.at_least_minor - 1) == (Confirmations(64),
+                                                                           self.big)
+        assert self.policy.select("ETH", 10**30) == (FinalizedTag(), self.huge)
+
+    def test_other_assets_and_no_amount_get_the_chains_rule(self) -> None:
+        assert self.policy.select("USDC", 10**30) == (Confirmations(12), None)
+        assert self.policy.select("ETH", None) == (Confirmations(12), None)
+        assert self.policy.select(None, 10**30) == (Confirmations(12), None)
+
+    def test_strictest_and_finalized_needed(self) -> None:
+        assert self.policy.strictest == FinalizedTag() and self.policy.needs_finalized
+        only = FinalityPolicy(Confirmations(3), (self.big,))
+        assert only.strictest == Confirmations(64) and not only.needs_finalized
+        assert FinalityPolicy(Confirmations(3)).strictest == Confirmations(3)
+
+    def test_evidence_names_the_threshold(self) -> None:
+        args = {"tx_block": 100, "tx_block_hash": "0xAB", "head_block": 163,
+                "finalized_block": None, "canonical_hash": "0xab"}
+        final, evidence = evaluate_deposit_finality(
+            self.policy, asset="ETH", amount_minor=150 * 10**18, **args)  # type: ignore[arg-type]
+        assert final and evidence.confirmations == 64
+        assert evidence.rule == "confirmations:64 (amount >= 100 ETH)"
+        assert evidence.to_json()["threshold"] == {
+            "asset": "ETH", "at_least": "100", "at_least_minor": str(100 * 10**18),
+            "rule": "confirmations:64"}
+        final, evidence = evaluate_deposit_finality(
+            self.policy, asset="ETH", amount_minor=150 * 10**18,
+            **{**args, "head_block": 162})  # type: ignore[arg-type]
+        assert not final
+        final, evidence = evaluate_deposit_finality(
+            self.policy, asset="ETH", amount_minor=1, **args)  # type: ignore[arg-type]
+        assert final and evidence.rule == "confirmations:12"
+        assert "threshold" not in evidence.to_json()

@@ -51,6 +51,11 @@ class TestLoad:
         assert eth.native_minimum_minor == 10**15
         assert str(parse_finality_rule(config.chain("devnet").finality)) == "confirmations:3"
         assert config.address_sources["evm"].kind == "mnemonic"
+        hundred, thousand = config.chain("devnet").finality_by_amount
+        assert (hundred.asset, hundred.at_least_minor, hundred.finality) == (
+            "ETH", 100 * 10**18, "confirmations:12")
+        assert (thousand.at_least_minor, thousand.finality) == (1000 * 10**18, "finalized")
+        assert (eth.recheck_blocks, eth.recheck_age_s, eth.recheck_batch_max) == (0, 86_400, 200)
 
     def test_from_environment_variable(self, tmp_path: Path) -> None:
         path = tmp_path / "c.toml"
@@ -150,4 +155,90 @@ class TestOwnAddresses:
         doc["chains"]["dev"]["hot_addresses"] = hot
         doc["chains"]["dev"]["cold_addresses"] = cold
         with pytest.raises(ConfigurationInvalid, match=message):
+            parse_chains_config(doc)
+
+
+def _thresholds(*tables: dict[str, Any], finality: str = "confirmations:3") -> dict[str, Any]:
+    doc = _base()
+    doc["chains"]["dev"]["finality"] = finality
+    doc["chains"]["dev"]["finality_by_amount"] = list(tables)
+    return doc
+
+
+class TestFinalityByAmount:
+    def test_parsed_exactly_in_the_assets_scale(self) -> None:
+        chain = parse_chains_config(_thresholds(
+            {"asset": "ETH", "at_least": "100", "finality": "confirmations:64"},
+            {"asset": "ETH", "at_least": "1000.000000000000000001", "finality": "finalized"},
+            {"asset": "USDC", "at_least": 250000, "finality": "Confirmations:12"},
+        )).chain("dev")
+        eth, more, usdc = chain.finality_by_amount
+        assert (eth.asset, eth.at_least_minor, eth.finality) == (
+            "ETH", 100 * 10**18, "confirmations:64")
+        assert more.at_least_minor == 1000 * 10**18 + 1 and more.finality == "finalized"
+        assert (usdc.at_least, usdc.at_least_minor, usdc.finality) == (
+            "250000", 250_000_000_000, "confirmations:12")
+
+    def test_none_is_the_chains_rule_alone(self) -> None:
+        assert parse_chains_config(_base()).chain("dev").finality_by_amount == ()
+
+    @pytest.mark.parametrize(("tables", "finality", "message"), [
+        ([{"asset": "ETH", "at_least": "100", "finality": "confirmations:3"}],
+         "confirmations:3", "'confirmations:3' is not stricter than the chain's finality "
+                            "'confirmations:3'"),
+        ([{"asset": "ETH", "at_least": "100", "finality": "confirmations:2"}],
+         "confirmations:3", "not stricter than the chain's"),
+        ([{"asset": "ETH", "at_least": "100", "finality": "confirmations:900"}],
+         "finalized", "'confirmations:900' is not stricter than the chain's finality "
+                      "'finalized'"),
+        ([{"asset": "ETH", "at_least": "100", "finality": "confirmations:64"},
+          {"asset": "ETH", "at_least": "10", "finality": "confirmations:128"}],
+         "confirmations:3", "ETH at 100 has 'confirmations:64', not stricter than "
+                            "'confirmations:128' at 10"),
+        ([{"asset": "ETH", "at_least": "10", "finality": "confirmations:64"},
+          {"asset": "ETH", "at_least": "10.0", "finality": "finalized"}],
+         "confirmations:3", "two thresholds of ETH at 10.0"),
+        ([{"asset": "DAI", "at_least": "10", "finality": "finalized"}],
+         "confirmations:3", "asset DAI is not declared"),
+        ([{"asset": "ETH", "at_least": "0.0000000000000000001", "finality": "finalized"}],
+         "confirmations:3", "at_least"),
+        ([{"asset": "ETH", "at_least": 1.5, "finality": "finalized"}],
+         "confirmations:3", "decimal string"),
+        ([{"asset": "ETH", "at_least": "0", "finality": "finalized"}],
+         "confirmations:3", "at_least must be above 0"),
+        ([{"asset": "ETH", "at_least": "1", "finality": "soon"}],
+         "confirmations:3", "finality must be 'finalized' or 'confirmations:<N>'"),
+        ([{"asset": "ETH", "at_least": "1", "finality": "finalized", "above": "2"}],
+         "confirmations:3", "must be a table of asset, at_least and finality"),
+    ], ids=["equal", "looser", "looser_than_finalized", "not_increasing", "same_amount",
+            "unknown_asset", "inexact", "float", "zero", "malformed_rule", "unknown_key"])
+    def test_refused(self, tables: list[dict[str, Any]], finality: str, message: str) -> None:
+        with pytest.raises(ConfigurationInvalid, match="finality_by_amount") as caught:
+            parse_chains_config(_thresholds(*tables, finality=finality))
+        assert message in caught.value.message
+
+    def test_an_asset_the_chain_does_not_credit_is_refused(self) -> None:
+        doc = _thresholds({"asset": "DAI", "at_least": "10", "finality": "finalized"})
+        doc["assets"]["DAI"] = {"scale": 18}
+        with pytest.raises(ConfigurationInvalid, match="asset DAI is not credited on chains.dev"):
+            parse_chains_config(doc)
+
+
+class TestRecheck:
+    def test_defaults_and_values(self) -> None:
+        chain = parse_chains_config(_base()).chain("dev")
+        assert (chain.recheck_blocks, chain.recheck_age_s, chain.recheck_batch_max) == (
+            0, 86_400, 200)
+        doc = _base()
+        doc["chains"]["dev"].update(recheck_blocks=5000, recheck_age_s=0, recheck_batch_max=10)
+        chain = parse_chains_config(doc).chain("dev")
+        assert (chain.recheck_blocks, chain.recheck_age_s, chain.recheck_batch_max) == (
+            5000, 0, 10)
+
+    @pytest.mark.parametrize("change", [{"recheck_blocks": -1}, {"recheck_age_s": "1d"},
+                                        {"recheck_batch_max": 0}])
+    def test_refused(self, change: dict[str, Any]) -> None:
+        doc = _base()
+        doc["chains"]["dev"].update(change)
+        with pytest.raises(ConfigurationInvalid, match="recheck_"):
             parse_chains_config(doc)
