@@ -12,10 +12,18 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from api.console import console, err_console, friendly
+from api.console import CommandLine, console, err_console, friendly
 
-app = typer.Typer(
-    help="Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.",
+HELP = (
+    "Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.\n\n"
+    "Without CUSTODY_DATABASE_URL the engine starts an embedded PostgreSQL whose data lives in "
+    "var/pg under the project root (the checkout holding pyproject.toml) whatever the current "
+    "directory; CUSTODY_DATA_DIR names another (a relative one is taken from the current "
+    "directory).\n\n"
+    "Expected errors print one line, error \\[code]: ..., and exit 2."
+)
+app = CommandLine(
+    help=HELP,
     no_args_is_help=True,
     add_completion=False,
 )

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from api.console import console, err_console, friendly
+from api.console import console, friendly, print_error
 
 deposits_app = typer.Typer(help="Deposits: chain watchers and deposit histories.")
 
@@ -32,8 +32,7 @@ def _agreeing(engine: Any, chains_config: Any, names: list[str]) -> list[str]:
         try:
             require_agreement(engine, chains_config.chain(name), datetime.now(UTC))
         except ChainRefused as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
-                              markup=False)
+            print_error(exc.code, exc.message)
             continue
         agreeing.append(name)
     if not agreeing:
