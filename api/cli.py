@@ -262,6 +262,10 @@ from api.cli_reserves import reserves_app  # noqa: E402
 
 app.add_typer(reserves_app, name="reserves")  # reserves report/show/list/proof/verify/...
 
+from api.cli_addresses import addresses_app  # noqa: E402
+
+app.add_typer(addresses_app, name="addresses")  # addresses assign/list
+
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""

@@ -38,6 +38,8 @@ def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         ["watch"],
         ["timeline"],
         ["deposits"],
+        ["addresses", "assign"],
+        ["addresses", "list"],
         ["withdrawal", "show"],
         ["withdrawals", "open"],
         ["keys", "create"],
