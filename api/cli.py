@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from api.console import CommandLine, console, err_console, friendly
+from api.console import CommandLine, console, err_console, friendly, print_error
 
 HELP = (
     "Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.\n\n"
@@ -128,7 +128,11 @@ def rebuild_balances(
 ) -> None:
     """Recompute every stored balance from the postings (from the newest verified checkpoint).
 
-    Safe while postings continue: each batch of accounts is locked as posting locks them.
+    Safe while postings continue: each batch of accounts is locked as posting locks them. An
+    account whose replayed balance breaks its flag (a wallet that would go negative) keeps its
+    stored balance, the rest of its batch is rebuilt, and the command ends with one line
+    naming the accounts (error [flag_violated]) and exit 1: post a correcting transaction,
+    then rebuild again.
     """
     from config.database import get_engine
     from ledger.integrity import rebuild_balances as run_rebuild
@@ -139,6 +143,7 @@ def rebuild_balances(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err_console,
+        disable=not err_console.is_terminal,  # piped: nothing but the result and errors
     ) as bar:
         task = bar.add_task("rebuild", total=None)
         report = run_rebuild(
@@ -146,7 +151,14 @@ def rebuild_balances(
             batch_size=batch_size,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-    console.print(f"{report.accounts} accounts rebuilt, {report.corrected} corrected")
+    rebuilt = report.accounts - len(report.refused)
+    console.print(f"{rebuilt} accounts rebuilt, {report.corrected} corrected")
+    if report.refused:
+        print_error("flag_violated", (
+            f"{len(report.refused)} account(s) not rebuilt, their replayed balance breaks their "
+            f"flag: {'; '.join(map(str, report.refused))}; the postings need a correcting "
+            "transaction (custody verify names them too)"))
+        raise typer.Exit(1)
 
 
 @app.command()
