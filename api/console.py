@@ -60,6 +60,18 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _database_outage(exc: Exception) -> str | None:
+    """What to say of a database that cannot be reached or stopped answering (SQLAlchemy's
+    OperationalError: connection refused or lost, a timeout), None for anything else."""
+    if "sqlalchemy" not in sys.modules:
+        return None
+    from sqlalchemy.exc import OperationalError
+
+    if not isinstance(exc, OperationalError):
+        return None
+    return f"the database cannot be used: {exc.orig}"
+
+
 class CommandLine(typer.Typer):
     """The ``custody`` application: typer's, with click's and the engine's expected errors
     printed as one line each (exit 2) instead of a box drawn at the terminal's width or a
@@ -83,6 +95,12 @@ class CommandLine(typer.Typer):
             sys.exit(1)
         except CustodyError as exc:  # raised outside a command's own handling (settings).
             print_error(exc.code, exc.message)
+            sys.exit(2)
+        except Exception as exc:
+            outage = _database_outage(exc)
+            if outage is None:
+                raise  # a programmer error: typer's traceback
+            print_error("database_unavailable", outage)
             sys.exit(2)
         # Without standalone mode, click hands back the exit status of a typer.Exit (and a
         # command's return value, None for every command here).

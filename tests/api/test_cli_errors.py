@@ -63,6 +63,14 @@ class TestLongErrors:
         assert len(line) > 80 and "no_such_database_" in line
 
 
+    @pytest.mark.parametrize("command", [["db", "upgrade"], ["verify"]])
+    def test_an_unreachable_database_is_one_line(self, command: list[str]) -> None:
+        refused = "postgresql://nobody@127.0.0.1:1/custody"  # nothing listens on port 1
+        line = one_error_line(run(*command, env={"CUSTODY_DATABASE_URL": refused}),
+                              "database_unavailable")
+        assert "127.0.0.1" in line and "port 1" in line
+
+
 class TestBadSettings:
     @pytest.mark.parametrize(("variable", "value", "says"), [
         ("CUSTODY_DATABASE_URL", "notaurl", "CUSTODY_DATABASE_URL: not a URL"),
