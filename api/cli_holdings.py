@@ -213,7 +213,7 @@ def show_holdings(
             report = holdings(get_engine(), chains, chain, on_progress=on_progress,
                               include_empty=include_empty)
     except HoldingsUnavailable as exc:
-        # One line however long the node's message is (``friendly`` would wrap it).
+        # One line however long the node's message is, then exit 2.
         print_error(exc.code, exc.message)
         raise typer.Exit(2) from None
     if as_json:

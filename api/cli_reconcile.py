@@ -238,7 +238,7 @@ def resolve_case(case_id: int, by: str, resolution: str, transaction: int | None
 
 
 def _one_line(exc: CustodyError) -> NoReturn:
-    """An expected error as one line however long (``friendly`` would fold it), exit 2."""
+    """An expected error as one line however long (``print_error``), exit 2."""
     print_error(exc.code, exc.message)
     raise typer.Exit(2) from None
 
