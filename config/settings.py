@@ -118,6 +118,12 @@ def get_settings() -> Settings:
     that cannot be used."""
     from_file = _file_values()
     try:
-        return Settings(**from_file)
+        settings = Settings(**from_file)
     except ValidationError as exc:
         raise ConfigurationInvalid(_problem(exc, from_file)) from None
+    given = os.environ.get("CUSTODY_DATA_DIR")
+    if given and not Path(given).is_absolute():
+        # Resolved once, here: the processes this one starts (`custody api --workers N`, a
+        # job's subprocess) inherit the absolute path, whatever directory they run in.
+        os.environ["CUSTODY_DATA_DIR"] = str(settings.data_dir)
+    return settings

@@ -142,6 +142,23 @@ class TestDataDir:
             self, tmp_path: Path) -> None:
         assert self._data_dir(tmp_path, {"CUSTODY_DATA_DIR": "db/pg"}) == str(tmp_path / "db/pg")
 
+    def test_a_relative_data_dir_is_resolved_once_for_the_processes_started(
+            self, tmp_path: Path) -> None:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("CUSTODY_")}
+        child = subprocess.run(
+            [sys.executable, "-c",
+             "import os, subprocess, sys\n"
+             "from config.settings import get_settings\n"
+             "get_settings()\n"
+             "os.chdir('/')\n"  # a child elsewhere sees the same directory
+             "print(subprocess.run([sys.executable, '-c', 'import os; "
+             "print(os.environ[\"CUSTODY_DATA_DIR\"])'], capture_output=True, text=True)"
+             ".stdout.strip())"],
+            env={**base, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+                 "CUSTODY_DATA_DIR": "db/pg"},
+            cwd=tmp_path, text=True, capture_output=True, check=True, timeout=60)
+        assert child.stdout.strip() == str(tmp_path / "db/pg")
+
     def test_help_says_where_the_data_is(self) -> None:
         result = run("--help")
         assert result.returncode == 0
