@@ -12,10 +12,18 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from api.console import console, err_console, friendly
+from api.console import CommandLine, console, err_console, friendly, print_error
 
-app = typer.Typer(
-    help="Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.",
+HELP = (
+    "Custody engine: deposits, withdrawals and a double-entry ledger on PostgreSQL.\n\n"
+    "Without CUSTODY_DATABASE_URL the engine starts an embedded PostgreSQL whose data lives in "
+    "var/pg under the project root (the checkout holding pyproject.toml) whatever the current "
+    "directory; CUSTODY_DATA_DIR names another (a relative one is taken from the current "
+    "directory).\n\n"
+    "Expected errors print one line, error \\[code]: ..., and exit 2."
+)
+app = CommandLine(
+    help=HELP,
     no_args_is_help=True,
     add_completion=False,
 )
@@ -120,7 +128,11 @@ def rebuild_balances(
 ) -> None:
     """Recompute every stored balance from the postings (from the newest verified checkpoint).
 
-    Safe while postings continue: each batch of accounts is locked as posting locks them.
+    Safe while postings continue: each batch of accounts is locked as posting locks them. An
+    account whose replayed balance breaks its flag (a wallet that would go negative) keeps its
+    stored balance, the rest of its batch is rebuilt, and the command ends with one line
+    naming the accounts (error [flag_violated]) and exit 1: post a correcting transaction,
+    then rebuild again.
     """
     from config.database import get_engine
     from ledger.integrity import rebuild_balances as run_rebuild
@@ -131,6 +143,7 @@ def rebuild_balances(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err_console,
+        disable=not err_console.is_terminal,  # piped: nothing but the result and errors
     ) as bar:
         task = bar.add_task("rebuild", total=None)
         report = run_rebuild(
@@ -138,7 +151,14 @@ def rebuild_balances(
             batch_size=batch_size,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-    console.print(f"{report.accounts} accounts rebuilt, {report.corrected} corrected")
+    rebuilt = report.accounts - len(report.refused)
+    console.print(f"{rebuilt} accounts rebuilt, {report.corrected} corrected")
+    if report.refused:
+        print_error("flag_violated", (
+            f"{len(report.refused)} account(s) not rebuilt, their replayed balance breaks their "
+            f"flag: {'; '.join(map(str, report.refused))}; the postings need a correcting "
+            "transaction (custody verify names them too)"))
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -253,6 +273,10 @@ app.add_typer(seal_app, name="seal")  # seal export/run/verify
 from api.cli_reserves import reserves_app  # noqa: E402
 
 app.add_typer(reserves_app, name="reserves")  # reserves report/show/list/proof/verify/...
+
+from api.cli_addresses import addresses_app  # noqa: E402
+
+app.add_typer(addresses_app, name="addresses")  # addresses assign/list
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -87,13 +87,11 @@ def shared_metrics_dir() -> Iterator[str]:
     the workers inherit (``api.metrics``: each worker writes its HTTP counts there and the one
     a scrape reaches sums them all), removed when the server stops. An operator's own
     ``PROMETHEUS_MULTIPROC_DIR`` is used as it is (they empty it between runs)."""
-    import logging
-
     from api.metrics import MULTIPROC_ENV
-    from config.logging import LEVEL_ENV
+    from config.logging import LEVEL_ENV, engine_level
 
     # The workers set up their logging again (api.app.create_app_from_settings): same level.
-    os.environ.setdefault(LEVEL_ENV, logging.getLevelName(logging.getLogger().level))
+    os.environ.setdefault(LEVEL_ENV, engine_level())
     given = os.environ.get(MULTIPROC_ENV)
     if given:
         yield given

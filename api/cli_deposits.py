@@ -6,13 +6,12 @@ the top level). Expected errors print one line (``error [code]: ...``) and exit 
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from api.console import console, err_console, friendly
+from api.console import console, friendly, print_error
 
 deposits_app = typer.Typer(help="Deposits: chain watchers and deposit histories.")
 
@@ -32,8 +31,7 @@ def _agreeing(engine: Any, chains_config: Any, names: list[str]) -> list[str]:
         try:
             require_agreement(engine, chains_config.chain(name), datetime.now(UTC))
         except ChainRefused as exc:
-            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
-                              markup=False)
+            print_error(exc.code, exc.message)
             continue
         agreeing.append(name)
     if not agreeing:
@@ -66,10 +64,11 @@ def watch(
     check" checks it: a chain that disagrees is refused and the others are watched."""
     from config.chains import load_chains_config
     from config.database import get_engine
+    from config.logging import ensure_logging
     from deposits.jobs import run_watch
     from deposits.watcher import StepReport
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    ensure_logging("INFO")  # when run as its own group; `custody`'s callback set it up already
     chains_config = load_chains_config(config)
     engine = get_engine()
     chain = _agreeing(engine, chains_config, chain or list(chains_config.chains))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from api.console import console, err_console, friendly
+from api.console import console, err_console, friendly, print_error
 
 if TYPE_CHECKING:
     from sweeps.holdings import (
@@ -213,9 +213,8 @@ def show_holdings(
             report = holdings(get_engine(), chains, chain, on_progress=on_progress,
                               include_empty=include_empty)
     except HoldingsUnavailable as exc:
-        # One line however long the node's message is (``friendly`` would wrap it).
-        err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False,
-                          soft_wrap=True)
+        # One line however long the node's message is, then exit 2.
+        print_error(exc.code, exc.message)
         raise typer.Exit(2) from None
     if as_json:
         from pydantic_core import to_json

@@ -25,7 +25,7 @@ import typer
 from rich.table import Table
 
 from api.cli_treasury import cases_app
-from api.console import console, err_console, friendly
+from api.console import console, friendly, print_error
 
 if TYPE_CHECKING:
     from config.errors import CustodyError
@@ -238,9 +238,8 @@ def resolve_case(case_id: int, by: str, resolution: str, transaction: int | None
 
 
 def _one_line(exc: CustodyError) -> NoReturn:
-    """An expected error as one line however long (``friendly`` would fold it), exit 2."""
-    err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False,
-                      soft_wrap=True)
+    """An expected error as one line however long (``print_error``), exit 2."""
+    print_error(exc.code, exc.message)
     raise typer.Exit(2) from None
 
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from api.console import console, err_console, friendly
+from api.console import console, err_console, friendly, print_error
 
 reserves_app = typer.Typer(help="Proof of reserves: reports, inclusion proofs, offline checks.",
                            no_args_is_help=True)
@@ -36,8 +36,7 @@ ConfigOption = Annotated[str | None, typer.Option(
 
 
 def _fail(code: str, message: str, exit_code: int = 2) -> typer.Exit:
-    err_console.print(f"error [{code}]: {message}", highlight=False, markup=False,
-                      soft_wrap=True)
+    print_error(code, message)
     return typer.Exit(exit_code)
 
 

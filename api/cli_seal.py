@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.console import console, err_console, friendly
+from api.console import console, friendly, print_error
 
 if TYPE_CHECKING:
     from ledger.repository.seals import SealRecord
@@ -50,8 +50,7 @@ def export(
 
     seal = newest_seal(get_engine())
     if seal is None:
-        err_console.print("error [seal_not_found]: no seal yet (run `custody seal run`)",
-                          highlight=False, markup=False)
+        print_error("seal_not_found", "no seal yet (run `custody seal run`)")
         raise typer.Exit(2)
     if as_json:
         print(json.dumps(seal_json(seal), indent=2))

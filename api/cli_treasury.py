@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from api.console import console, err_console, friendly
+from api.console import console, friendly, print_error
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
@@ -180,8 +180,7 @@ def show(
 def _incomplete(lines: list[str]) -> None:
     if lines:
         for line in lines:
-            err_console.print(f"error [node_unavailable]: {line}", highlight=False,
-                              markup=False, soft_wrap=True)
+            print_error("node_unavailable", line)
         raise typer.Exit(2)
 
 

@@ -7,6 +7,7 @@ INSERT on the ledger tables. Migrations run on a separate owner engine (``owner_
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from config.errors import DatabaseUnavailable
+from config.errors import ConfigurationInvalid, DatabaseUnavailable
 from config.settings import Settings, get_settings
 
 _lock = threading.Lock()
@@ -33,7 +34,7 @@ def embedded_url(data_dir: Path, *, cleanup_mode: str | None = "stop") -> str:
     with _lock:
         if data_dir in _embedded:
             return _embedded[data_dir]
-        data_dir.mkdir(parents=True, exist_ok=True)
+        usable_data_dir(data_dir)
         # pgserver asks platformdirs for a runtime directory, which warns when XDG_RUNTIME_DIR is
         # unset (as under root in CI); the fallback it picks is fine for us.
         with warnings.catch_warnings():
@@ -52,6 +53,21 @@ def embedded_url(data_dir: Path, *, cleanup_mode: str | None = "stop") -> str:
         url = to_sqlalchemy_url(uri)
         _embedded[data_dir] = url
         return url
+
+
+def usable_data_dir(data_dir: Path) -> None:
+    """Create ``data_dir`` if needed; :class:`ConfigurationInvalid` in one line if it cannot be
+    a data directory (a file, a path under a file, a place we may not write)."""
+    where = f"CUSTODY_DATA_DIR {data_dir}"
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigurationInvalid(f"{where} is not a directory")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationInvalid(
+            f"{where} cannot be created: {exc.strerror or exc}") from None
+    if not os.access(data_dir, os.R_OK | os.W_OK | os.X_OK):
+        raise ConfigurationInvalid(f"{where} is not readable and writable by this user")
 
 
 def to_sqlalchemy_url(uri: str) -> str:

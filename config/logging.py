@@ -3,7 +3,9 @@
 - ``setup_logging`` configures the root logger once per process (the CLI entry points and the
   API's worker processes call it): JSON lines by default, or text for humans with
   ``--log-format text`` or ``CUSTODY_LOG_FORMAT=text``; the level from ``CUSTODY_LOG_LEVEL``
-  (default INFO).
+  (default INFO) for the engine's own loggers (``ENGINE_LOGGERS``), WARNING for every
+  library (DEBUG shows theirs too), so that ``custody watch`` or the demo print no library's
+  info or debug lines.
 - Every line has ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, the
   ``correlation_id`` when one is set, and the record's context fields (``extra={...}``). The
   correlation id lives in a context variable: the API sets the request id for a request
@@ -240,8 +242,13 @@ def formatter_for(fmt: str) -> logging.Formatter:
 
 
 _HANDLER_NAME = "custody"
+#: The engine's own loggers: they log at the chosen level (INFO for the services).
+ENGINE_LOGGERS = ("custody", "outgoing", "sweeps", "withdrawals")
+#: Libraries that log every statement, request or job run (SQLAlchemy's statements and their
+#: parameters, httpx's requests, APScheduler's runs, Alembic's plugins): warnings only, even
+#: at DEBUG.
 QUIET_LIBRARIES = ("sqlalchemy", "httpx", "httpcore", "apscheduler", "urllib3", "web3",
-                   "asyncio", "multipart")
+                   "asyncio", "multipart", "alembic", "pgserver", "eth_utils", "eth_account")
 
 
 def setup_logging(fmt: str | None = None, *, level: str | None = None,
@@ -257,16 +264,26 @@ def setup_logging(fmt: str | None = None, *, level: str | None = None,
     for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel((level or os.environ.get(LEVEL_ENV) or "INFO").upper())
+    chosen = logging.getLevelNamesMapping().get(
+        (level or os.environ.get(LEVEL_ENV) or "INFO").upper(), logging.INFO)
+    # Every other library (web3, asyncio, pgserver, ...) speaks at WARNING and above: their
+    # INFO lines are noise beside the engine's. Asking for DEBUG shows theirs too, but the
+    # quiet ones'.
+    root.setLevel(chosen if chosen <= logging.DEBUG else max(logging.WARNING, chosen))
+    for name in ENGINE_LOGGERS:
+        logging.getLogger(name).setLevel(chosen)
     # Our own lines say what a request did (with its id); uvicorn's access line would repeat
     # each request without it.
     logging.getLogger("uvicorn.access").disabled = True
-    # Libraries that log every statement, request or job run at INFO (SQLAlchemy's statements
-    # and their parameters, httpx's requests, APScheduler's runs): their warnings only.
     for name in QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+        logging.getLogger(name).setLevel(max(logging.WARNING, chosen))
     register_environment_secrets()
     return handler
+
+
+def engine_level() -> str:
+    """The level the engine's own loggers log at (what ``setup_logging`` chose)."""
+    return logging.getLevelName(logging.getLogger(ENGINE_LOGGERS[0]).getEffectiveLevel())
 
 
 def ensure_logging(level: str = "INFO") -> logging.Handler:

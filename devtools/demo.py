@@ -169,16 +169,46 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     console.print(f"API:          {server.url}", highlight=False)
     console.print(f"docs:         {server.url}/docs", highlight=False)
     console.print(f"demo API key: {key}", highlight=False, soft_wrap=True)
+    console.print(f"support key:  {support_key} (read-only staff: any user's balances, "
+                  "deposits, withdrawals, timelines)", highlight=False, soft_wrap=True)
     console.print(f"console:      {server.url}/console (sign in with the support key "
                   f"{support_key}, or the admin key {admin_key})", highlight=False,
                   soft_wrap=True)
     console.print(f"try:          curl -H 'Authorization: Bearer {key}' "
                   f"{server.url}/v1/users/{story.users['bob']}/balances", highlight=False,
                   soft_wrap=True)
+    _exports(console, url, path, chain.hot_key, story.users["bob"])
     console.print("Press Ctrl-C to stop the API, the scheduler, anvil and PostgreSQL.")
     while not stop.wait(0.5):
         pass
     console.print("stopping ...")
+
+
+def export_lines(url: str, config: Path, hot_key: str) -> list[str]:
+    """The ``export`` lines that let ``custody`` in another shell, from any directory, reach
+    the demo's database (not the embedded server's default one), its configuration and the
+    development keys it signs with (anvil's throwaway ones). A password in the database URL
+    is shown as ``***``, to be typed in."""
+    import shlex
+
+    import sqlalchemy as sa
+
+    from devtools.anvil import DEV_MNEMONIC
+    from devtools.e2e import HOT_KEY_ENV, MNEMONIC_ENV
+
+    parsed = sa.make_url(url)
+    shown = parsed.render_as_string(hide_password=bool(parsed.password))
+    values = {"CUSTODY_DATABASE_URL": shown, "CUSTODY_CONFIG": str(config.resolve()),
+              HOT_KEY_ENV: hot_key, MNEMONIC_ENV: DEV_MNEMONIC}
+    return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
+
+
+def _exports(console: Console, url: str, config: Path, hot_key: str, bob: str) -> None:
+    console.print("the CLI in another shell (while this one runs): paste these lines, then "
+                  f"for example `custody verify` or `custody addresses list {bob}`",
+                  highlight=False, markup=False, soft_wrap=True)
+    for line in export_lines(url, config, hot_key):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _reserves(console: Console, engine: Any, chains: Any, wcfg: Any, story: Any) -> None:

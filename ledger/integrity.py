@@ -38,6 +38,7 @@ from sqlalchemy.engine import Engine
 from config.uow import UnitOfWork, run_in_transaction
 from ledger import chart
 from ledger import repository as repo
+from ledger.model import Account
 
 Progress = Callable[[int, int], None]
 
@@ -185,12 +186,45 @@ def _account_findings(states: list[repo.AccountState]) -> list[Discrepancy]:
 
 
 @dataclass(frozen=True)
+class RebuildRefusal:
+    """An account whose replayed balance breaks its flag (``flag_violated`` in ``verify``).
+
+    The projection cannot hold that balance (its CHECK refuses it, as it refuses a posting
+    that would), so the stored row is kept as it was: the postings are what is wrong, and a
+    correcting transaction fixes them (DESIGN.md, "Stored balances"); rebuild again after it.
+    """
+
+    code: str
+    asset_code: str
+    flag: str
+    #: Raw balances (debit positive), as the projection stores them.
+    replayed: int
+    stored: int | None
+
+    def __str__(self) -> str:
+        return (f"{self.code} ({self.asset_code}) replays to {self.replayed}, which breaks "
+                f"{self.flag} (stored {self.stored} kept)")
+
+
+@dataclass(frozen=True)
 class RebuildReport:
-    """Result of ``rebuild_balances``."""
+    """Result of ``rebuild_balances``: every account of every batch is rebuilt but those whose
+    replayed balance breaks their flag (``refused``)."""
 
     accounts: int
     corrected: int
     checkpoint_id: int | None
+    refused: tuple[RebuildRefusal, ...] = ()
+
+
+def broken_flag(account: Account, raw_minor: int) -> str | None:
+    """The flag a raw (debit positive) balance of ``account`` breaks, if any (the CHECKs of
+    ``account_balances``)."""
+    if account.debits_must_not_exceed_credits and raw_minor > 0:
+        return "debits_must_not_exceed_credits"
+    if account.credits_must_not_exceed_debits and raw_minor < 0:
+        return "credits_must_not_exceed_debits"
+    return None
 
 
 def rebuild_balances(
@@ -199,27 +233,38 @@ def rebuild_balances(
     """Recompute every stored balance from the newest verified checkpoint and the postings.
 
     Missing rows are recreated. Each batch of accounts is locked in id order (as posting does),
-    replayed and corrected in one short transaction, so postings may continue meanwhile.
+    replayed and corrected in one short transaction, so postings may continue meanwhile. An
+    account whose replayed balance breaks its flag is left as stored and reported in
+    ``refused``; the other accounts of its batch are rebuilt.
     """
     with UnitOfWork(engine) as uow:
         ids = repo.account_ids(uow.conn)
         base = repo.newest_verified_checkpoint(uow.conn)
     corrected = 0
+    refused: list[RebuildRefusal] = []
     for start in range(0, len(ids), batch_size):
         chunk = ids[start : start + batch_size]
 
-        def fix(uow: UnitOfWork, chunk: list[int] = chunk) -> int:
+        def fix(uow: UnitOfWork, chunk: list[int] = chunk) -> tuple[int, list[RebuildRefusal]]:
             stored = repo.lock_balances_for_rebuild(uow.conn, chunk)
             replayed = repo.replay_accounts(uow.conn, base, chunk)
             wrong = {a: v for a, v in replayed.items() if stored.get(a) != v}
-            if wrong:
-                repo.set_balances(uow.conn, wrong)
-            return len(wrong)
+            accounts = repo.get_accounts_by_id(uow.conn, list(wrong)) if wrong else {}
+            breaking = [
+                RebuildRefusal(accounts[a].code, accounts[a].asset.code, flag, v[0],
+                               stored[a][0] if a in stored else None)
+                for a, v in wrong.items() if (flag := broken_flag(accounts[a], v[0]))]
+            kept = {a: v for a, v in wrong.items() if broken_flag(accounts[a], v[0]) is None}
+            if kept:
+                repo.set_balances(uow.conn, kept)
+            return len(kept), breaking
 
-        corrected += run_in_transaction(engine, fix)
+        fixed, breaking = run_in_transaction(engine, fix)
+        corrected += fixed
+        refused.extend(breaking)
         if progress:
             progress(min(start + batch_size, len(ids)), len(ids))
-    return RebuildReport(len(ids), corrected, base.id if base else None)
+    return RebuildReport(len(ids), corrected, base.id if base else None, tuple(refused))
 
 
 def create_checkpoint(engine: Engine) -> repo.CheckpointRecord:

@@ -38,6 +38,8 @@ def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         ["watch"],
         ["timeline"],
         ["deposits"],
+        ["addresses", "assign"],
+        ["addresses", "list"],
         ["withdrawal", "show"],
         ["withdrawals", "open"],
         ["keys", "create"],
@@ -68,6 +70,32 @@ def test_verify_names_the_drift_and_rebuild_fixes_it(
     rebuilt = custody(database_url, "rebuild-balances")
     assert rebuilt.returncode == 0 and "1 corrected" in rebuilt.stdout
     assert custody(database_url, "verify").returncode == 0
+
+
+def test_rebuild_names_a_flag_breaking_account_in_one_line_and_rebuilds_the_others(
+    book: Book, database_url: str, owner: sa.Engine
+) -> None:
+    book.deposit("u1", 100, "d1")
+    book.deposit("u2", 100, "d2")
+    with owner.begin() as conn:
+        conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
+        conn.execute(sa.text("UPDATE ledger_postings SET amount = -amount WHERE account_id = :a"),
+                     {"a": book.wallet("u2").id})
+        conn.execute(sa.text("UPDATE account_balances SET balance = 0 WHERE account_id = :a"),
+                     {"a": book.wallet("u1").id})
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli", "rebuild-balances"],
+        env={**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": "80"},
+        text=True, capture_output=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "1 corrected" in result.stdout
+    errors = result.stderr.splitlines()  # the progress bar draws nothing when piped
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith("error [flag_violated]: 1 account(s) not rebuilt")
+    assert "user:u2:wallet" in errors[0] and "debits_must_not_exceed_credits" in errors[0]
+    with owner.connect() as conn:
+        assert conn.execute(sa.text("SELECT balance FROM account_balances WHERE account_id = :a"),
+                            {"a": book.wallet("u1").id}).scalar_one() == -100
 
 
 def test_expected_errors_are_one_line_and_change_nothing(book: Book, database_url: str) -> None:

@@ -3,6 +3,7 @@ a working demo key, Ctrl-C stops it with exit code 0, and a second run works lik
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from config.logging import ENGINE_LOGGERS
 from devtools.anvil import free_port
 
 RUN = "from api.cli import app; app(prog_name='custody')"  # the `custody` entry point
@@ -51,11 +53,36 @@ def run_demo_once(server_url: str, cwd: Path) -> str:
             assert signed_in.status_code == 303, signed_in.text
             page = browser.get(f"/console/users/{bob}")
             assert page.status_code == 200 and "119.600000" in page.text
+        assert re.search(r"^support key:  (\S+) ", out, re.M).group(1) == support  # type: ignore[union-attr]
+        _cli_from_another_shell(out, bob, cwd)
     finally:
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
+    # No library's lines (web3, urllib3, asyncio, APScheduler, Alembic): the engine's own only.
+    loggers = {json.loads(line)["logger"] for line in err.splitlines() if line.strip()}
+    assert all(name.split(".")[0] in ENGINE_LOGGERS for name in loggers), err
     return out + rest
+
+
+def _cli_from_another_shell(out: str, bob: str, demo_cwd: Path) -> None:
+    """The printed export lines alone (no CUSTODY_* of ours, another directory) let the CLI
+    reach the demo's database and configuration."""
+    exports = dict(re.findall(r"^export (CUSTODY_\w+)=(.+)$", out, re.M))
+    assert {"CUSTODY_DATABASE_URL", "CUSTODY_CONFIG"} <= exports.keys(), out
+    script = "\n".join(f"export {k}={v}" for k, v in exports.items())
+    custody = Path(sys.executable).parent / "custody"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CUSTODY_")}
+    elsewhere = demo_cwd / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    shell = subprocess.run(
+        ["bash", "-c", f"{script}\n{custody} addresses list {bob} --json && {custody} verify"],
+        cwd=elsewhere, env={**base, "COLUMNS": "80"}, text=True, capture_output=True,
+        timeout=60)
+    assert shell.returncode == 0, shell.stderr
+    listed = json.loads(shell.stdout.splitlines()[0])
+    assert listed["user_id"] == bob and listed["addresses"][0]["chain"] == "devnet"
+    assert "ok:" in shell.stdout
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from api.app import create_app
 from api.auth import create_key
 from api.jobs import Job, build_jobs, run_locked
 from config.chains import ChainsConfig
-from config.logging import correlated, setup_logging
+from config.logging import ENGINE_LOGGERS, correlated, setup_logging
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
 from devtools.anvil import DEV_MNEMONIC
@@ -65,6 +65,7 @@ def captured() -> Iterator[Captured]:
     """The process's logging set up as the CLI sets it up (JSON, INFO), into a buffer."""
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
+    engine_levels = {n: logging.getLogger(n).level for n in ENGINE_LOGGERS}
     stream = io.StringIO()
     handler = setup_logging("json", level="INFO", stream=stream)
     try:
@@ -73,6 +74,22 @@ def captured() -> Iterator[Captured]:
         root.removeHandler(handler)
         root.handlers[:] = handlers
         root.setLevel(level)
+        for name, was in engine_levels.items():
+            logging.getLogger(name).setLevel(was)
+
+
+def test_libraries_log_warnings_only_and_the_engine_keeps_its_info(captured: Captured) -> None:
+    for name in ("web3.providers.HTTPProvider", "alembic.runtime.plugins", "asyncio",
+                 "urllib3.connectionpool", "apscheduler.executors.default", "any.other.lib"):
+        logging.getLogger(name).info("noise from %s", name)
+        logging.getLogger(name).debug("debug noise from %s", name)
+    logging.getLogger("any.other.lib").warning("a library's warning")
+    logging.getLogger("custody.jobs").info("an engine line")
+    logging.getLogger("withdrawals.processor").info("another engine line")
+    logging.getLogger("custody.jobs").debug("below the chosen level")
+    assert [(r["logger"], r["message"]) for r in captured.records()] == [
+        ("any.other.lib", "a library's warning"), ("custody.jobs", "an engine line"),
+        ("withdrawals.processor", "another engine line")]
 
 
 class Server:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from config.logging import ENGINE_LOGGERS
 from tests.deposits.conftest import ALICE, Rig
 
 pytestmark = pytest.mark.anvil
@@ -65,3 +67,24 @@ def test_watch_runs_bounded_rounds(rig: Rig, database_url: str, tmp_path: Path) 
     assert ran.returncode == 0, ran.stderr
     assert "credited 1" in ran.stdout and "2 rounds" in ran.stdout
     assert rig.wallet("alice", "USDC") == 3_000_000
+
+
+def test_watch_prints_no_library_lines(rig: Rig, database_url: str, tmp_path: Path) -> None:
+    """``custody watch`` (the installed entry point, output piped): the engine's INFO lines, no
+    line of web3, urllib3, asyncio, APScheduler or Alembic (seen: Alembic's plugin lines)."""
+    config = tmp_path / "chains.toml"
+    config.write_text(
+        '[assets.USDC]\nscale = 6\n[assets.ETH]\nscale = 18\n'
+        f'[chains.dev]\nchain_id = 31337\nrpc_url = "{rig.node.url}"\n'
+        'finality = "confirmations:3"\nnative_asset = "ETH"\n'
+        f'[[chains.dev.tokens]]\ncontract = "{rig.tokens.usdc.address}"\nsymbol = "USDC"\n'
+        'asset = "USDC"\ndecimals = 6\n')
+    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": "80"}
+    env.pop("CUSTODY_LOG_LEVEL", None)
+    ran = subprocess.run([str(Path(sys.executable).parent / "custody"), "watch", "--chain", "dev",
+                          "--steps", "2", "--config", str(config), "--poll-interval-s", "0"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    loggers = [json.loads(line)["logger"] for line in ran.stderr.splitlines()]
+    assert loggers, "the engine says which chains agree with their node"
+    assert all(name.split(".")[0] in ENGINE_LOGGERS for name in loggers), ran.stderr

@@ -135,6 +135,25 @@ class TestCheckpoints:
         assert integrity.rebuild_balances(book.engine).checkpoint_id is not None
         assert integrity.verify(book.engine, full=True).ok
 
+    def test_rebuild_keeps_a_flag_breaking_account_and_rebuilds_the_rest_of_its_batch(
+        self, book: Book, owner: sa.Engine
+    ) -> None:
+        book.deposit("u1", 100, "d1")
+        book.deposit("u2", 100, "d2")
+        u1, u2 = book.wallet("u1"), book.wallet("u2")
+        # u2's deposit rewritten as a debit: its wallet replays to +100, overdrawn.
+        tamper(owner, "UPDATE ledger_postings SET amount = -amount WHERE account_id = :a", a=u2.id)
+        with owner.begin() as conn:
+            conn.execute(sa.text("UPDATE account_balances SET balance = 0 WHERE account_id = :a"),
+                         {"a": u1.id})
+        report = integrity.rebuild_balances(book.engine, batch_size=100)
+        assert [(r.code, r.asset_code, r.flag, r.replayed, r.stored) for r in report.refused] == [
+            ("user:u2:wallet", u2.asset.code, "debits_must_not_exceed_credits", 100, -100)]
+        with UnitOfWork(book.engine) as uow:
+            assert service.account_balance(uow, u1).balance_minor == 100  # rebuilt
+            assert service.account_balance(uow, u2).balance_minor == 100  # as stored
+        assert "flag_violated" in kinds(book)
+
     def test_watermark_waits_for_postings_in_flight(self, book: Book) -> None:
         wallet = book.wallet("u1")
         uow = UnitOfWork(book.engine).__enter__()
