@@ -34,6 +34,17 @@ HANDLER_CODES: dict[str, tuple[int, str]] = {
                            "timeout or too many connections); retry after Retry-After."),
     "http_error": (400, "Another HTTP-level refusal (the status says which)."),
 }
+#: Codes only the CLI prints (``error [code]: ...``; no HTTP answer carries them): meaning.
+CLI_CODES: dict[str, str] = {
+    "usage_invalid": "The command line is wrong (an unknown option, a missing argument, a bad "
+                     "value); the message names the `--help` to read.",
+    "flag_violated": "`custody rebuild-balances`: an account's replayed balance breaks its flag "
+                     "(for example a wallet below zero); its stored row is kept, the others "
+                     "are rebuilt, and the message names the account. Exit status 1.",
+    "node_unavailable": "`custody treasury report`: a chain's node could not be read; the "
+                        "ledger's figures are printed, the on-chain ones are missing (exit 2).",
+    "seal_not_found": "`custody seal`: no seal has been made yet (run `custody seal run`).",
+}
 README_START = "<!-- error-codes:start -->"
 README_END = "<!-- error-codes:end -->"
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +52,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class ErrorCode:
-    """One code: the statuses it answers with over HTTP and what it means."""
+    """One code: the statuses it answers with over HTTP (none: the CLI's alone) and what it
+    means."""
 
     code: str
     statuses: tuple[int, ...]
@@ -92,13 +104,16 @@ def catalogue() -> list[ErrorCode]:
     for code, (status, meaning) in HANDLER_CODES.items():
         statuses.setdefault(code, set()).add(status)
         meanings.setdefault(code, meaning)
+    for code, meaning in CLI_CODES.items():
+        statuses.setdefault(code, set())
+        meanings.setdefault(code, meaning)
     return [ErrorCode(code, tuple(sorted(statuses[code])), meanings[code])
             for code in sorted(statuses)]
 
 
 def codes() -> list[str]:
-    """The codes alone, sorted."""
-    return [c.code for c in catalogue()]
+    """The codes the HTTP API can answer with, sorted (``Problem.code``'s enum)."""
+    return [c.code for c in catalogue() if c.statuses]
 
 
 def markdown_table() -> str:
@@ -106,7 +121,8 @@ def markdown_table() -> str:
     lines = ["| code | HTTP | meaning |", "|---|---|---|"]
     for c in catalogue():
         meaning = c.meaning.replace("|", "\\|")
-        lines.append(f"| `{c.code}` | {', '.join(map(str, c.statuses))} | {meaning} |")
+        http = ", ".join(map(str, c.statuses)) or "CLI only"
+        lines.append(f"| `{c.code}` | {http} | {meaning} |")
     return "\n".join(lines) + "\n"
 
 
