@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from api.cli_reads import JsonOption
 from api.console import console, err_console, friendly
 
 app = typer.Typer(
@@ -105,11 +106,11 @@ def verify(
     if report.ok:
         console.print(f"ok: {report.accounts} accounts verified (replayed from {start})")
         return
-    from api.render import discrepancies_table
+    from api.render import discrepancies_table, print_grid
 
     table = discrepancies_table(f"ledger drift (replayed from {start})",
                                 report.discrepancies)
-    console.print(table)
+    print_grid(console, table)
     raise typer.Exit(1)
 
 
@@ -162,18 +163,25 @@ def balances(
     user_id: Annotated[str, typer.Argument(help="User id.")],
     as_of: Annotated[str | None, typer.Option(help="Effective time bound (ISO 8601).")] = None,
     known_at: Annotated[str | None, typer.Option(help="Recorded time bound (ISO 8601).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Print a user's balances per asset: posted, pending, available, projected."""
-    from api.render import balances_table
+    """Print a user's balances per asset: posted, pending, available, projected (--json: the
+    API's ``Balances``). An unknown user is an error (user_not_found)."""
+    from api.cli_reads import print_json, require_user
+    from api.render import balances_table, print_grid
+    from api.routes.users import balance_rows
+    from api.schemas import balances_json
     from config.database import get_engine
     from config.uow import UnitOfWork
-    from ledger import service
 
+    at, known = parse_time(as_of), parse_time(known_at)
     with UnitOfWork(get_engine()) as uow:
-        rows = service.user_balances(
-            uow, user_id, as_of=parse_time(as_of), known_at=parse_time(known_at)
-        )
-    console.print(balances_table(f"balances of {user_id}", rows))
+        require_user(uow, user_id)
+        rows = balance_rows(uow, user_id, at, known)
+    if as_json:
+        print_json(balances_json(user_id, at or datetime.now(UTC), known, rows))
+        return
+    print_grid(console, balances_table(f"balances of {user_id}", rows))
 
 
 @period_app.command("close")

@@ -1,0 +1,73 @@
+"""What the read commands of the ``custody`` command line share: the ``--json`` option and its
+printer, the check that a user exists, and the ledger's assets as a chain configuration for
+the API's own view functions (``api.routes.views``).
+
+``--json`` prints the API's response models (``api.schemas*``) serialised as the API
+serialises them (``model_dump_json``), so a script reads the same shapes from both.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+
+from config.chains import AssetConfig, ChainsConfig
+from config.uow import UnitOfWork
+
+M = TypeVar("M", bound=BaseModel)
+
+#: The ``--json`` option of every read command.
+JsonOption = Annotated[bool, typer.Option(
+    "--json", help="Print the API's JSON shape instead of tables.")]
+
+
+def print_json(body: BaseModel | bytes) -> None:
+    """Print a response model (or an already serialised body) as the API sends it, one line."""
+    data = body if isinstance(body, bytes) else body.model_dump_json().encode()
+    sys.stdout.write(data.decode() + "\n")
+    sys.stdout.flush()
+
+
+def page(model: type[M], **values: Any) -> M:
+    """A page model (``DepositPage`` and the like) from those of ``values`` it has fields for:
+    the listing shape may gain or lose fields (``has_more``, ``next_cursor``) without every
+    command changing with it."""
+    return model(**{k: v for k, v in values.items() if k in model.model_fields})
+
+
+def require_user(uow: UnitOfWork, user_id: str) -> None:
+    """UserNotFound (``user_not_found``) unless the API or the engine knows ``user_id``: a user
+    created through the API, or one with a ledger account, a deposit address or a deposit."""
+    from api.problems import UserNotFound
+    from api.repository import console as console_repo
+    from deposits import service as deposits
+    from ledger import service as ledger
+
+    if (console_repo.user_record(uow.conn, user_id) is not None
+            or ledger.user_balances(uow, user_id)
+            or deposits.user_has_address(uow, user_id)
+            or deposits.user_deposits(uow, user_id, limit=1)):
+        return
+    raise UserNotFound(f"no user {user_id}: neither the API nor the ledger knows this id")
+
+
+def ledger_assets(uow: UnitOfWork, codes: Iterable[str | None]) -> ChainsConfig:
+    """The ledger's assets among ``codes`` (unknown codes left out) as a chain configuration
+    without chains: what ``api.routes.views`` needs to render amounts, from the ledger itself
+    rather than from a configuration file the command may not have."""
+    from ledger import service as ledger
+    from ledger.errors import AssetNotFound
+
+    assets = {}
+    for code in set(codes):
+        if code is None:
+            continue
+        # An asset not opened in the ledger yet is left out: shown in minor units.
+        with suppress(AssetNotFound):
+            assets[code] = AssetConfig(code=code, scale=ledger.get_asset(uow, code).scale)
+    return ChainsConfig(assets=assets, chains={})
