@@ -3,9 +3,10 @@
 Every table of the ``custody`` command line is a ``Grid`` printed by ``print_grid``. Operators
 paste hashes, addresses, ids and amounts from these tables into the next command, so no cell
 is ever shortened: a grid that fits the console's width is printed as a table at its natural
-width; one that does not is printed as records, one ``column: value`` line per cell, each line
-whole (a terminal may wrap it visually, but no character is dropped and no line break is
-inserted inside a value). Titles are printed the same way, above the table.
+width; one that does not is printed as records, one ``column: value`` line per non-empty cell
+and a blank line after each record, each line whole (a terminal may wrap it visually, but no
+character is dropped and no line break is inserted inside a value). Titles are printed the
+same way, above the table.
 """
 
 from __future__ import annotations
@@ -83,12 +84,12 @@ def print_grid(out: Console, g: Grid) -> None:
     if not g.rows:
         out.print("(none)", highlight=False, markup=False, soft_wrap=True)
     key_width = max(len(name) for name in g.columns) + 1
-    for n, row in enumerate(g.rows):
-        if n:
-            out.print("", soft_wrap=True)
+    for row in g.rows:
         for name, cell in zip(g.columns, row, strict=True):
-            out.print(f"{name + ':':<{key_width}} {cell}".rstrip(), highlight=False,
-                      markup=False, soft_wrap=True)
+            if cell:  # An empty cell says nothing in a record.
+                out.print(f"{name + ':':<{key_width}} {cell}", highlight=False, markup=False,
+                          soft_wrap=True)
+        out.print("", soft_wrap=True)
 
 
 def ledger_amount(amount_minor: int, scale: int, asset_code: str) -> str:
