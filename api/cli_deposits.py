@@ -16,7 +16,6 @@ from api.cli_reads import JsonOption
 from api.console import console, err_console, friendly
 
 if TYPE_CHECKING:
-    from api.render import Grid
     from config.chains import ChainsConfig
     from deposits.service import TimelineEntry
     from ledger.model import Account
@@ -99,7 +98,7 @@ def timeline(
 ) -> None:
     """Each transfer to us in a transaction: its full history and its ledger transactions
     (--json: the API's ``DepositTimeline``)."""
-    from api.cli_reads import ledger_assets, print_json
+    from api.cli_reads import accounts_of, ledger_assets, print_json
     from api.routes.views import transfer_view
     from api.schemas import DepositTimeline
     from config.database import get_engine
@@ -110,7 +109,7 @@ def timeline(
     with UnitOfWork(get_engine()) as uow:
         entries = service.timeline(uow, chain, tx_hash)
         assets = ledger_assets(uow, (e.deposit.asset_code for e in entries))
-        accounts = _accounts(uow, entries)
+        accounts = accounts_of(uow, [t for e in entries for t in e.ledger_transactions])
     if not entries:  # The service raises already; the API's answer either way.
         raise DepositNotFound(f"no deposit in transaction {tx_hash} on {chain}")
     if as_json:
@@ -123,19 +122,10 @@ def timeline(
         _print_transfer(entry, assets, accounts)
 
 
-def _accounts(uow: Any, entries: Sequence[TimelineEntry]) -> dict[int, Account]:
-    """The ledger accounts of every posting of the entries' ledger transactions, by id."""
-    from ledger import service as ledger
-
-    ids = sorted({p.account_id for e in entries for t in e.ledger_transactions
-                  for p in t.postings})
-    return ledger.accounts_by_ids(uow, ids) if ids else {}
-
-
 def _print_transfer(entry: TimelineEntry, assets: ChainsConfig,
                     accounts: dict[int, Account]) -> None:
     """One transfer of a timeline: a head line, its history, its postings and its cases."""
-    from api.render import grid, print_grid
+    from api.render import grid, postings_grid, print_grid
 
     d = entry.deposit
     amount = _amount(d.amount_minor, d.asset_code, assets)
@@ -160,25 +150,6 @@ def _print_transfer(entry: TimelineEntry, assets: ChainsConfig,
     print_grid(console, history)
     if entry.ledger_transactions:
         print_grid(console, postings_grid(entry.ledger_transactions, accounts))
-
-
-def postings_grid(transactions: Sequence[Any], accounts: dict[int, Account]) -> Grid:
-    """The postings of ledger transactions: the account by code, the signed amount (debit
-    positive) as a decimal with its asset and the minor units beside it."""
-    from api.render import grid, ledger_amount
-
-    table = grid("postings (debit positive)", "ledger tx", "kind", "account", "amount",
-                 right=("amount",))
-    for t in transactions:
-        for p in t.postings:
-            account = accounts.get(p.account_id)
-            if account is None:  # Not expected: every posting is on an existing account.
-                table.add_row(str(t.id), t.kind, f"account {p.account_id}",
-                              f"{p.amount_minor} (minor units)")
-                continue
-            table.add_row(str(t.id), t.kind, account.code,
-                          ledger_amount(p.amount_minor, account.asset.scale, account.asset.code))
-    return table
 
 
 def _blocks(events: Sequence[Any]) -> Iterator[tuple[Any, str, str]]:

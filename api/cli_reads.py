@@ -18,6 +18,8 @@ from pydantic import BaseModel
 
 from config.chains import AssetConfig, ChainsConfig
 from config.uow import UnitOfWork
+from ledger.model import Account
+from ledger.repository import TransactionRecord
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,6 +56,15 @@ def require_user(uow: UnitOfWork, user_id: str) -> None:
             or deposits.user_deposits(uow, user_id, limit=1)):
         return
     raise UserNotFound(f"no user {user_id}: neither the API nor the ledger knows this id")
+
+
+def accounts_of(uow: UnitOfWork, transactions: Iterable[TransactionRecord]
+                ) -> dict[int, Account]:
+    """The ledger accounts of every posting of ``transactions``, by id (to name them by code)."""
+    from ledger import service as ledger
+
+    ids = sorted({p.account_id for t in transactions for p in t.postings})
+    return ledger.accounts_by_ids(uow, ids) if ids else {}
 
 
 def ledger_assets(uow: UnitOfWork, codes: Iterable[str | None]) -> ChainsConfig:

@@ -11,7 +11,7 @@ same way, above the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,7 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ledger.integrity import Discrepancy
-from ledger.model import format_amount
+from ledger.model import Account, format_amount
+from ledger.repository import TransactionRecord
 from ledger.service import UserBalance
 
 Justify = Literal["left", "right"]
@@ -96,6 +97,24 @@ def ledger_amount(amount_minor: int, scale: int, asset_code: str) -> str:
     """An amount for people: the exact decimal with its asset, the minor units beside it
     (``1.500000000000000000 ETH (1500000000000000000)``)."""
     return f"{format_amount(amount_minor, scale)} {asset_code} ({amount_minor})"
+
+
+def postings_grid(transactions: Sequence[TransactionRecord],
+                  accounts: Mapping[int, Account]) -> Grid:
+    """The postings of ledger transactions: the account by code, the signed amount (debit
+    positive) as a decimal with its asset and the minor units beside it."""
+    table = grid("postings (debit positive)", "ledger tx", "kind", "account", "amount",
+                 right=("amount",))
+    for t in transactions:
+        for p in t.postings:
+            account = accounts.get(p.account_id)
+            if account is None:  # Not expected: every posting is on an existing account.
+                table.add_row(str(t.id), t.kind, f"account {p.account_id}",
+                              f"{p.amount_minor} (minor units)")
+                continue
+            table.add_row(str(t.id), t.kind, account.code,
+                          ledger_amount(p.amount_minor, account.asset.scale, account.asset.code))
+    return table
 
 
 def balances_table(title: str, rows: Sequence[UserBalance]) -> Grid:
