@@ -12,7 +12,7 @@ import sys
 from rich.console import Console
 
 from api.render import Grid, grid, print_grid
-from api.schemas import Balances
+from api.schemas import Balances, StatementPage
 from ledger import service
 from tests.ledger.conftest import Book, transfer
 
@@ -84,3 +84,21 @@ class TestBalances:
                 "error [user_not_found]: no user nobody: neither the API nor the ledger knows "
                 "this id"], args
             assert shown.stdout == ""
+
+
+class TestStatement:
+    def test_every_digit_and_the_api_shape(self, book: Book, database_url: str) -> None:
+        service.post_entry(book.engine, transfer("big", book.custody_eth,
+                                                 book.wallet("u1", book.eth), BIG))
+        shown = custody(database_url, "statement", "u1", "--asset", "ETH")
+        assert shown.returncode == 0, shown.stderr
+        assert BIG_DECIMAL in shown.stdout and "…" not in shown.stdout
+        as_json = custody(database_url, "statement", "u1", "--asset", "ETH", "--json")
+        assert as_json.returncode == 0, as_json.stderr
+        body = StatementPage.model_validate(json.loads(as_json.stdout))
+        [line] = body.items
+        assert line.amount.minor == str(BIG) and line.posted.decimal == BIG_DECIMAL
+        assert body.next_cursor is None
+        unknown = custody(database_url, "statement", "nobody", "--asset", "ETH")
+        assert unknown.returncode == 2
+        assert unknown.stderr.startswith("error [user_not_found]")
