@@ -88,8 +88,12 @@ def print_grid(out: Console, g: Grid) -> None:
     for row in g.rows:
         for name, cell in zip(g.columns, row, strict=True):
             if cell:  # An empty cell says nothing in a record.
-                out.print(f"{name + ':':<{key_width}} {cell}", highlight=False, markup=False,
+                first, *more = cell.splitlines()
+                out.print(f"{name + ':':<{key_width}} {first}", highlight=False, markup=False,
                           soft_wrap=True)
+                for line in more:  # The lines of a cell, aligned under its first.
+                    out.print(f"{'':<{key_width}} {line}", highlight=False, markup=False,
+                              soft_wrap=True)
         out.print("", soft_wrap=True)
 
 
