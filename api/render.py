@@ -59,9 +59,10 @@ def grid(title: str | None, *columns: str, right: Sequence[str] = ()) -> Grid:
 def _table(g: Grid) -> Table:
     table = Table()
     for name, justify in zip(g.columns, g.justify, strict=True):
-        table.add_column(Text(name), justify=justify, no_wrap=True, overflow="ignore")
+        table.add_column(Text(name), justify=justify, no_wrap=True, overflow="fold")
     for row in g.rows:
-        table.add_row(*(Text(cell) for cell in row))
+        table.add_row(*(Text(cell, justify=justify)
+                        for cell, justify in zip(row, g.justify, strict=True)))
     return table
 
 
