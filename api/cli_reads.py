@@ -8,6 +8,7 @@ serialises them (``model_dump_json``), so a script reads the same shapes from bo
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from contextlib import suppress
@@ -16,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import BaseModel
 
-from config.chains import AssetConfig, ChainsConfig
+from config.chains import CONFIG_ENV, AssetConfig, ChainsConfig, load_chains_config
 from config.uow import UnitOfWork
 from ledger.model import Account
 from ledger.repository import TransactionRecord
@@ -68,17 +69,21 @@ def accounts_of(uow: UnitOfWork, transactions: Iterable[TransactionRecord]
 
 
 def ledger_assets(uow: UnitOfWork, codes: Iterable[str | None]) -> ChainsConfig:
-    """The ledger's assets among ``codes`` (unknown codes left out) as a chain configuration
-    without chains: what ``api.routes.views`` needs to render amounts, from the ledger itself
-    rather than from a configuration file the command may not have."""
+    """The assets among ``codes`` as a chain configuration without chains: what
+    ``api.routes.views`` needs to render amounts. Scales come from the ledger, and for an
+    asset the ledger has not opened yet (a deposit not credited) from the configuration file
+    when ``$CUSTODY_CONFIG`` names one; an asset known to neither is left out (the views then
+    render minor units, as the API does for an asset it does not know)."""
     from ledger import service as ledger
     from ledger.errors import AssetNotFound
 
+    wanted = {code for code in codes if code is not None}
     assets = {}
-    for code in set(codes):
-        if code is None:
-            continue
-        # An asset not opened in the ledger yet is left out: shown in minor units.
+    for code in wanted:
         with suppress(AssetNotFound):
             assets[code] = AssetConfig(code=code, scale=ledger.get_asset(uow, code).scale)
+    if wanted - set(assets) and os.environ.get(CONFIG_ENV):
+        configured = load_chains_config().assets  # A broken file is an error, not ignored.
+        assets.update({code: configured[code] for code in wanted - set(assets)
+                       if code in configured})
     return ChainsConfig(assets=assets, chains={})

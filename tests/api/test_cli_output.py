@@ -21,9 +21,11 @@ BIG = 2**127 - 1
 BIG_DECIMAL = "170141183460469231731.687303715884105727"
 
 
-def custody(database_url: str, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
+def custody(database_url: str, *args: str, columns: int = 80,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``custody ARGS`` in its own process, stdout and stderr piped (not a terminal)."""
-    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": str(columns)}
+    env = {**os.environ, "CUSTODY_DATABASE_URL": database_url, "COLUMNS": str(columns),
+           **(env or {})}
     return subprocess.run([sys.executable, "-m", "api.cli", *args], env=env, text=True,
                           capture_output=True, timeout=120, check=False)
 

@@ -4,6 +4,7 @@ digit, every hash, accounts by code, and no deposit shown in a block it left."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,8 @@ def test_json_is_the_api_shape(rig: Rig, database_url: str) -> None:
     assert [d.tx_hash for d in page.items] == [tx] and page.next_cursor is None
 
 
-def test_a_failed_deposit_is_shown_out_of_its_old_block(rig: Rig, database_url: str) -> None:
+def test_a_failed_deposit_is_shown_out_of_its_old_block(rig: Rig, database_url: str,
+                                                       tmp_path: Path) -> None:
     addr = rig.user("alice")
     ours = rig.node.send_eth(ALICE, addr, 10**18)
     rig.node.mine(1)
@@ -81,4 +83,18 @@ def test_a_failed_deposit_is_shown_out_of_its_old_block(rig: Rig, database_url: 
     assert f"nonce {nonce} of {ALICE.lower()}" in failed.lower()
     listed = custody(database_url, "deposits", "alice")
     assert f"removed from block {old_block}" in listed.stdout
+    # Never credited, ETH is not in the ledger: its scale comes from the configuration file.
+    assert "1000000000000000000 (minor units)" in out
+    config = tmp_path / "chains.toml"
+    config.write_text('[assets.ETH]\nscale = 18\n[chains.dev]\nchain_id = 31337\n'
+                      f'rpc_url = "{rig.node.url}"\nfinality = "confirmations:3"\n'
+                      'native_asset = "ETH"\n')
+    configured = custody(database_url, "timeline", "dev", ours,
+                         env={"CUSTODY_CONFIG": str(config)})
+    assert "1.000000000000000000 ETH (1000000000000000000)" in configured.stdout
+    as_json = custody(database_url, "timeline", "dev", ours, "--json",
+                      env={"CUSTODY_CONFIG": str(config)})
+    [transfer] = DepositTimeline.model_validate(json.loads(as_json.stdout)).transfers
+    assert transfer.deposit.amount is not None
+    assert transfer.deposit.amount.decimal == "1.000000000000000000"
 
