@@ -52,6 +52,14 @@ class TestGrid:
         text = rendered(g, 80)
         assert "│ 1 │ [red]x[/red] │" in text  # Cells are never markup.
 
+    def test_a_grid_exactly_as_wide_as_the_console_is_a_whole_table(self) -> None:
+        g = grid(None, "a", "b")
+        g.add_row("x" * 40, "y" * 33)
+        lines = rendered(g, 80).splitlines()
+        assert f"│ {'x' * 40} │ {'y' * 33} │" in lines
+        assert max(len(line) for line in lines) == 80
+        assert "xxxx:" not in rendered(g, 79) and "a: " + "x" * 40 in rendered(g, 79)
+
     def test_a_long_title_is_one_line(self) -> None:
         title = "dev " + "0x" + "ab" * 32 + " log:0: 1.5 ETH to somewhere far away"
         g = grid(title, "a")
