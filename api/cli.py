@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from api.cli_reads import JsonOption
 from api.console import CommandLine, console, err_console, friendly, print_error
 
 HELP = (
@@ -113,11 +114,11 @@ def verify(
     if report.ok:
         console.print(f"ok: {report.accounts} accounts verified (replayed from {start})")
         return
-    from api.render import discrepancies_table
+    from api.render import discrepancies_table, print_grid
 
     table = discrepancies_table(f"ledger drift (replayed from {start})",
                                 report.discrepancies)
-    console.print(table)
+    print_grid(console, table)
     raise typer.Exit(1)
 
 
@@ -182,18 +183,72 @@ def balances(
     user_id: Annotated[str, typer.Argument(help="User id.")],
     as_of: Annotated[str | None, typer.Option(help="Effective time bound (ISO 8601).")] = None,
     known_at: Annotated[str | None, typer.Option(help="Recorded time bound (ISO 8601).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Print a user's balances per asset: posted, pending, available, projected."""
-    from api.render import balances_table
+    """Print a user's balances per asset: posted, pending, available, projected (--json: the
+    API's ``Balances``). An unknown user is an error (user_not_found)."""
+    from api.cli_reads import print_json, require_user
+    from api.render import balances_table, print_grid
+    from api.routes.users import balance_rows
+    from api.schemas import balances_json
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+
+    at, known = parse_time(as_of), parse_time(known_at)
+    with UnitOfWork(get_engine()) as uow:
+        require_user(uow, user_id)
+        rows = balance_rows(uow, user_id, at, known)
+    if as_json:
+        print_json(balances_json(user_id, at or datetime.now(UTC), known, rows))
+        return
+    print_grid(console, balances_table(f"balances of {user_id}", rows))
+
+
+@app.command()
+@friendly
+def statement(
+    user_id: Annotated[str, typer.Argument(help="User id.")],
+    asset: Annotated[str, typer.Option(help="Ledger asset code, e.g. USDC.")],
+    cursor: Annotated[int | None, typer.Option(
+        min=0, help="next_cursor of the previous page.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="Postings, oldest first.")] = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """A user's postings in one asset with the balances after each, oldest first (--json: the
+    API's ``StatementPage``). An unknown user is an error (user_not_found)."""
+    from api.cli_reads import page, print_json, require_user
+    from api.render import grid, print_grid
+    from api.schemas import StatementLine, StatementPage, amount
     from config.database import get_engine
     from config.uow import UnitOfWork
     from ledger import service
 
     with UnitOfWork(get_engine()) as uow:
-        rows = service.user_balances(
-            uow, user_id, as_of=parse_time(as_of), known_at=parse_time(known_at)
-        )
-    console.print(balances_table(f"balances of {user_id}", rows))
+        require_user(uow, user_id)
+        scale = service.get_asset(uow, asset).scale
+        lines = service.statement(uow, user_id, asset, after_posting_id=cursor or 0,
+                                  limit=limit + 1)
+    rows, more = lines[:limit], len(lines) > limit
+    body = page(StatementPage, user_id=user_id, asset=asset, scale=scale, items=[StatementLine(
+        posting_id=ln.posting_id, transaction_id=ln.transaction_id, account=ln.account,
+        amount=amount(ln.amount_minor, scale), available=amount(ln.available_minor, scale),
+        posted=amount(ln.posted_minor, scale), kind=ln.kind, reference=ln.reference,
+        reason=ln.reason, effective_at=ln.effective_at, recorded_at=ln.recorded_at)
+        for ln in rows], has_more=more, next_cursor=str(rows[-1].posting_id) if more else None)
+    if as_json:
+        print_json(body)
+        return
+    table = grid(f"statement of {user_id} in {asset}", "posting", "ledger tx", "effective",
+                 "kind", "account", "amount", "available", "posted", "reference", "reason",
+                 right=("amount", "available", "posted"))
+    for line in body.items:
+        table.add_row(str(line.posting_id), str(line.transaction_id),
+                      line.effective_at.isoformat(timespec="seconds"), line.kind, line.account,
+                      line.amount.decimal, line.available.decimal, line.posted.decimal,
+                      line.reference or "", line.reason or "")
+    print_grid(console, table)
+    if more:
+        console.print(f"more: --cursor {rows[-1].posting_id}", highlight=False, soft_wrap=True)
 
 
 @period_app.command("close")

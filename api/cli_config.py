@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from api.console import console, err_console, friendly
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
     from chains.probe import ProbeReport
@@ -74,11 +74,11 @@ def _check(chain: ChainConfig) -> ChainOutcome:
         return ChainOutcome(chain.name, None, exc.code, exc.message)
 
 
-def _table(outcome: ChainOutcome) -> Table:
+def _table(outcome: ChainOutcome) -> Grid:
     assert outcome.report is not None
-    table = Table(title=f"chain {outcome.chain}", title_justify="left")
+    table = Grid(title=f"chain {outcome.chain}")
     for column in ("chain", "field", "configured", "observed", "ok"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for f in outcome.report.findings:
         ok = ("yes" if f.ok else "NO") if f.checked else ("recorded" if f.ok else "unread")
         table.add_row(outcome.chain, f.field, f.configured, f.observed, ok)
@@ -139,7 +139,7 @@ def check(
     else:
         for outcome in outcomes:
             if outcome.report is not None:
-                console.print(_table(outcome))
+                print_grid(console, _table(outcome))
         console.print(f"withdrawals: {withdrawals}", highlight=False, markup=False)
         console.print(f"sweeps: {sweeps}", highlight=False, markup=False, soft_wrap=True)
     for outcome in outcomes:

@@ -6,12 +6,18 @@ the top level). Expected errors print one line (``error [code]: ...``) and exit 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
+from api.cli_reads import JsonOption
 from api.console import console, friendly, print_error
+
+if TYPE_CHECKING:
+    from config.chains import ChainsConfig
+    from deposits.service import TimelineEntry
+    from ledger.model import Account
 
 deposits_app = typer.Typer(help="Deposits: chain watchers and deposit histories.")
 
@@ -37,12 +43,6 @@ def _agreeing(engine: Any, chains_config: Any, names: list[str]) -> list[str]:
     if not agreeing:
         raise typer.Exit(2)
     return agreeing
-
-
-def _short(value: str | None, keep: int = 10) -> str:
-    if not value:
-        return ""
-    return value if len(value) <= keep + 4 else f"{value[:keep]}…{value[-4:]}"
 
 
 @deposits_app.command()
@@ -93,64 +93,117 @@ def watch(
 def timeline(
     chain: Annotated[str, typer.Argument(help="Chain name.")],
     tx_hash: Annotated[str, typer.Argument(help="Transaction hash.")],
+    as_json: JsonOption = False,
 ) -> None:
-    """Each transfer to us in a transaction: its full history and its ledger transactions."""
+    """Each transfer to us in a transaction: its full history and its ledger transactions
+    (--json: the API's ``DepositTimeline``)."""
+    from api.cli_reads import accounts_of, ledger_assets, print_json
+    from api.routes.views import transfer_view
+    from api.schemas import DepositTimeline
     from config.database import get_engine
     from config.uow import UnitOfWork
     from deposits import service
+    from deposits.errors import DepositNotFound
 
     with UnitOfWork(get_engine()) as uow:
         entries = service.timeline(uow, chain, tx_hash)
-        scales = _scales(uow, {e.deposit.asset_code for e in entries if e.deposit.amount_minor})
-    for entry in entries:
-        d = entry.deposit
-        amount = f"{_amount(d.amount_minor, d.asset_code, scales)} {d.asset_code or ''}"
-        table = Table(title=f"{d.chain} {d.tx_hash} {d.position}: {amount} to {d.to_address} "
-                            f"(user {d.user_id or '-'}, token {d.token or 'native'}, "
-                            f"on-chain {d.value}) — {d.state}", title_justify="left")
-        for column in ("#", "observed at", "event", "state", "block", "hash", "conf", "rule",
-                       "reason", "ledger tx"):
-            table.add_column(column)
-        for e in entry.events:
-            table.add_row(str(e.id), e.observed_at.isoformat(timespec="seconds"), e.event,
-                          e.state, "" if e.block_number is None else str(e.block_number),
-                          _short(e.block_hash), "" if e.confirmations is None
-                          else str(e.confirmations), e.rule or "", e.reason or "",
-                          "" if e.ledger_transaction_id is None
-                          else str(e.ledger_transaction_id))
-        for t in entry.ledger_transactions:
-            lines = ", ".join(f"{p.account_id}:{p.amount_minor}" for p in t.postings)
-            table.add_row(f"L{t.id}", t.recorded_at.isoformat(timespec="seconds"),
-                          f"ledger {t.kind}", "", "", "", "", "", t.idempotency_key, lines)
-        for c in entry.cases:
-            status = "open" if c.resolved_by is None else f"resolved by {c.resolved_by}"
-            table.add_row(f"C{c.id}", c.opened_at.isoformat(timespec="seconds"),
-                          f"case {c.kind}", status, "", "", "", "", "", "")
-        console.print(table)
+        assets = ledger_assets(uow, (e.deposit.asset_code for e in entries))
+        accounts = accounts_of(uow, [t for e in entries for t in e.ledger_transactions])
+    if not entries:  # The service raises already; the API's answer either way.
+        raise DepositNotFound(f"no deposit in transaction {tx_hash} on {chain}")
+    if as_json:
+        print_json(DepositTimeline(chain=chain, tx_hash=tx_hash.lower(),
+                                   transfers=[transfer_view(assets, e) for e in entries]))
+        return
+    for n, entry in enumerate(entries):
+        if n:
+            console.print("", soft_wrap=True)
+        _print_transfer(entry, assets, accounts)
 
 
-def _scales(uow: Any, codes: set[str | None]) -> dict[str, int]:
-    from ledger import service as ledger
-    from ledger.errors import AssetNotFound
+def _print_transfer(entry: TimelineEntry, assets: ChainsConfig,
+                    accounts: dict[int, Account]) -> None:
+    """One transfer of a timeline: a head line, its history, its postings and its cases."""
+    from api.render import grid, postings_grid, print_grid
 
-    scales = {}
-    for code in codes:
-        try:
-            if code is not None:
-                scales[code] = ledger.get_asset(uow, code).scale
-        except AssetNotFound:
-            pass  # Not opened in the ledger yet: shown in minor units.
-    return scales
+    d = entry.deposit
+    amount = _amount(d.amount_minor, d.asset_code, assets)
+    console.print(f"{d.chain} {d.tx_hash} {d.position}: {amount} to {d.to_address} "
+                  f"(user {d.user_id or '-'}, token {d.token or 'native'}, on-chain {d.value}) "
+                  f"— {d.state}", highlight=False, markup=False, soft_wrap=True)
+    history = grid(None, "#", "observed at", "event", "state", "block", "block hash", "conf",
+                   "rule", "reason", "ledger tx")
+    for e, block, block_hash in _blocks(entry.events):
+        history.add_row(str(e.id), e.observed_at.isoformat(timespec="seconds"), e.event,
+                        e.state, block, block_hash,
+                        "" if e.confirmations is None else str(e.confirmations), e.rule or "",
+                        _reason(e.event, e.reason, e.evidence),
+                        "" if e.ledger_transaction_id is None else str(e.ledger_transaction_id))
+    for t in entry.ledger_transactions:
+        history.add_row(f"L{t.id}", t.recorded_at.isoformat(timespec="seconds"),
+                        f"ledger {t.kind}", "", "", "", "", "", t.idempotency_key, str(t.id))
+    for c in entry.cases:
+        status = "open" if c.resolved_by is None else f"resolved by {c.resolved_by}"
+        history.add_row(f"C{c.id}", c.opened_at.isoformat(timespec="seconds"),
+                        f"case {c.kind}", status, "", "", "", "", "", "")
+    print_grid(console, history)
+    if entry.ledger_transactions:
+        print_grid(console, postings_grid(entry.ledger_transactions, accounts))
 
 
-def _amount(amount_minor: int | None, asset_code: str | None, scales: dict[str, int]) -> str:
+def _blocks(events: Sequence[Any]) -> Iterator[tuple[Any, str, str]]:
+    """Each history row with the block it shows: the block the transfer is in, or, from a
+    reorg until the transfer lands again, "removed from block N" and no hash (the deposit's
+    row keeps the old block for the record; it is not in it any more)."""
+    from deposits.model import DepositEvent as E
+
+    out = False
+    for e in events:
+        if e.event == E.BLOCK_REORGED_OUT:
+            out = True
+        elif e.event in (E.TRANSFER_INCLUDED, E.TRANSFER_REINCLUDED):
+            out = False
+        if e.block_number is None:
+            yield e, "", ""
+        elif out:
+            yield e, f"removed from block {e.block_number}", ""
+        else:
+            yield e, str(e.block_number), e.block_hash or ""
+
+
+def _reason(event: str, reason: str | None, evidence: dict[str, Any]) -> str:
+    """The reason of a history row; a failure names what consumed the sender's nonce as far
+    as the engine knows it: the sender, the nonce and the final block at which the count had
+    passed it (the consuming transaction's hash is not recorded)."""
+    from deposits.model import DepositEvent as E
+
+    if event != E.NONCE_CONSUMED:
+        return reason or ""
+    return (f"{reason or 'nonce consumed'}: nonce {evidence.get('nonce')} of "
+            f"{evidence.get('sender')} used by another transaction final by block "
+            f"{evidence.get('final_block')} (sender's count there "
+            f"{evidence.get('sender_nonce_at_final_block')})")
+
+
+def _amount(amount_minor: int | None, asset_code: str | None, assets: ChainsConfig, *,
+            with_asset: bool = True) -> str:
+    """The decimal (with the asset and the minor units beside it unless ``with_asset`` is
+    false), or the minor units of an asset the ledger does not have yet."""
+    from api.render import ledger_amount
     from ledger.model import format_amount
 
     if amount_minor is None or asset_code is None:
         return "-"
-    if asset_code not in scales:
+    found = assets.assets.get(asset_code)
+    if found is None:
         return f"{amount_minor} (minor units)"
-    return format_amount(amount_minor, scales[asset_code])
+    if not with_asset:
+        return format_amount(amount_minor, found.scale)
+    return ledger_amount(amount_minor, found.scale, asset_code)
+
+
+#: The states of a deposit that is no longer in the block its row names.
+OUT_OF_BLOCK = frozenset({"unconfirmed", "failed", "disputed"})
 
 
 @deposits_app.command("deposits")
@@ -158,23 +211,40 @@ def _amount(amount_minor: int | None, asset_code: str | None, scales: dict[str, 
 def deposits_command(
     user_id: Annotated[str, typer.Argument(help="User id.")],
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Newest first, at most.")] = 200,
+    cursor: Annotated[int | None, typer.Option(
+        min=1, help="next_cursor of the previous page (--json).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """A user's deposits with their current state, newest first."""
+    """A user's deposits with their current state, newest first (--json: the API's
+    ``DepositPage``). An unknown user is an error (user_not_found)."""
+    from api.cli_reads import ledger_assets, page, print_json, require_user
+    from api.render import grid, print_grid
+    from api.routes.views import deposit_view
+    from api.schemas import DepositPage
     from config.database import get_engine
     from config.uow import UnitOfWork
     from deposits import service
 
     with UnitOfWork(get_engine()) as uow:
-        rows = service.user_deposits(uow, user_id, limit=limit)
-        scales = _scales(uow, {d.asset_code for d in rows if d.amount_minor})
-    table = Table(title=f"deposits of {user_id}")
-    for column in ("chain", "tx", "position", "asset", "amount", "state", "block", "conf",
-                   "reason", "updated"):
-        table.add_column(column, justify="right" if column == "amount" else "left")
+        require_user(uow, user_id)
+        found = service.user_deposits(uow, user_id, limit=limit + 1, before_id=cursor)
+        assets = ledger_assets(uow, (d.asset_code for d in found))
+    rows, more = found[:limit], len(found) > limit
+    if as_json:
+        print_json(page(DepositPage, items=[deposit_view(assets, d) for d in rows],
+                        has_more=more, next_cursor=str(rows[-1].id) if more else None))
+        return
+    table = grid(f"deposits of {user_id}", "chain", "tx", "position", "asset", "amount",
+                 "state", "block", "conf", "reason", "updated", right=("amount",))
     for d in rows:
-        amount = _amount(d.amount_minor, d.asset_code, scales)
-        table.add_row(d.chain, _short(d.tx_hash), d.position, d.asset_code or "-", amount,
-                      d.state, "" if d.block_number is None else str(d.block_number),
+        block = "" if d.block_number is None else str(d.block_number)
+        if block and d.state in OUT_OF_BLOCK:
+            block = f"removed from block {block}"
+        table.add_row(d.chain, d.tx_hash, d.position, d.asset_code or "-",
+                      _amount(d.amount_minor, d.asset_code, assets, with_asset=False), d.state,
+                      block,
                       "" if d.confirmations is None else str(d.confirmations),
                       d.booking_reason or "", d.updated_at.isoformat(timespec="seconds"))
-    console.print(table)
+    print_grid(console, table)
+    if more:
+        console.print(f"more: --cursor {rows[-1].id}", highlight=False, soft_wrap=True)

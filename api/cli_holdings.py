@@ -8,7 +8,7 @@ Output: per chain a header (block number and hash, what was read and how long it
 table per asset (rows: the figures; cells: the decimal with the asset, the minor units below),
 then one record per listed address and asset, every figure on its own line with its decimal
 and minor units. Nothing is ever cut: the records keep every address, hash and amount whole at
-80 columns; only the table's cells fold when the terminal is narrower than they are. ``--json``
+80 columns, and the table is printed as records when it is wider than the terminal. ``--json``
 prints ``sweeps.holdings.report_json`` (the API's shape). Exit 1 when a difference is
 unexplained (as ``custody verify`` on a finding), 2 with one line on an expected error (an
 unknown chain, a node that cannot be read).
@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from api.console import console, err_console, friendly, print_error
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
     from sweeps.holdings import (
@@ -55,13 +55,12 @@ def _cell(value: int, decimals: int, asset: str) -> str:
     return f"{decimal} {asset}\n{minor}"
 
 
-def _asset_table(c: ChainHoldings) -> Table:
+def _asset_table(c: ChainHoldings) -> Grid:
     """Rows: the figures; one column per asset."""
-    table = Table(title=f"{c.chain}: per asset, on-chain units (minor units below)",
-                  title_justify="left")
-    table.add_column("figure", overflow="fold")
+    table = Grid(title=f"{c.chain}: per asset, on-chain units (minor units below)")
+    table.add_column("figure")
     for a in c.assets:
-        table.add_column(a.line.asset, justify="right", overflow="fold")
+        table.add_column(a.line.asset, justify="right")
 
     def row(label: str, values: list[str]) -> None:
         table.add_row(label, *values)
@@ -154,7 +153,7 @@ def _print_chain(c: ChainHoldings) -> None:
         if a.line.token is not None:
             head.append(f"{a.line.asset}: token {a.line.token}, {a.line.decimals} decimals")
     console.print("\n".join(head), highlight=False, markup=False, soft_wrap=True)
-    console.print(_asset_table(c))
+    print_grid(console, _asset_table(c))
     listed = len({h.address for h in c.addresses})
     console.print(f"{listed:,} addresses listed: hot, cold, and deposit addresses with a figure "
                   "not zero", highlight=False, markup=False)

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.table import Table
 
 from api.cli_treasury import cases_app
 from api.console import console, friendly, print_error
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
     from config.errors import CustodyError
@@ -74,14 +74,14 @@ def _table(check: str, findings: Sequence[Finding], recorded: Recorded) -> None:
         console.print(f"{check}: no discrepancy", highlight=False)
         return
     opened = set(recorded.opened)
-    table = Table(title=f"{check}: {len(findings)} discrepancies ({len(recorded.opened)} "
+    table = Grid(title=f"{check}: {len(findings)} discrepancies ({len(recorded.opened)} "
                         f"opened, {len(recorded.updated)} updated)")
     for column in ("case", "", "type", "subject", "expected", "observed"):
         table.add_column(column)
     for f, case_id in zip(findings, recorded.case_ids, strict=True):
         table.add_row(str(case_id), "opened" if case_id in opened else "updated", f.type,
                       f.subject, f.expected or "", f.observed or "")
-    console.print(table)
+    print_grid(console, table)
 
 
 @reconcile_app.command("ledger")
@@ -185,7 +185,7 @@ def list_cases(
     if as_json:
         console.print_json(json.dumps({"items": [case_document(c) for c in found]}))
         return
-    table = Table(title=f"cases ({status})")
+    table = Grid(title=f"cases ({status})")
     for column in ("id", "type", "subject", "status", "seen", "last seen", "expected",
                    "observed", "resolved by", "resolution", "fix tx", "withdrawal"):
         table.add_column(column)
@@ -194,7 +194,7 @@ def list_cases(
                       c.last_seen_at.isoformat(timespec="seconds"), c.expected or "",
                       c.observed or "", c.resolved_by or "", (c.resolution or "")[:60],
                       str(c.resolution_transaction_id or ""), _withdrawal_of(c, own_withdrawals))
-    console.print(table)
+    print_grid(console, table)
 
 
 @cases_app.command("show")
@@ -307,7 +307,7 @@ def _custody_table(check: CustodyCheck, cases: dict[str, tuple[int, str]]) -> No
     if not bad:
         console.print(f"{head}: no discrepancy", highlight=False, soft_wrap=True)
         return
-    table = Table(title=f"{head}: {len(bad)} discrepancies")
+    table = Grid(title=f"{head}: {len(bad)} discrepancies")
     for column in ("case", "", "holder", "asset", "expected", "observed", "difference",
                    "allowed", "in flight"):
         table.add_column(column)
@@ -317,7 +317,7 @@ def _custody_table(check: CustodyCheck, cases: dict[str, tuple[int, str]]) -> No
         high = "..." if v.high is None else str(v.high)
         table.add_row(str(case_id), how, p.holder, p.asset, str(p.expected), str(p.on_chain),
                       str(p.difference), f"{v.low}..{high}", str(len(v.movements)))
-    console.print(table)
+    print_grid(console, table)
 
 
 @reconcile_app.command("provider")
@@ -403,7 +403,7 @@ def _provider_tables(imported: Imported, check: ProviderCheck, findings: Sequenc
         highlight=False, soft_wrap=True)
     case_of = {(f.refs["reference"], f.evidence["outcome"]): cases[f.subject]
                for f in findings}
-    table = Table(title=f"{check.provider}: {len(findings)} discrepancies")
+    table = Grid(title=f"{check.provider}: {len(findings)} discrepancies")
     for column in ("reference", "outcome", "provider", "ledger", "case"):
         table.add_column(column)
     for m in rec.matches:
@@ -414,11 +414,11 @@ def _provider_tables(imported: Imported, check: ProviderCheck, findings: Sequenc
         case = "" if found is None else f"{found[0]} {found[1]}"
         outcome = m.outcome.value + (f" ({', '.join(m.fields)})" if m.fields else "")
         table.add_row(m.reference, outcome, theirs, ours, case)
-    console.print(table)
-    rest = Table(title="clearing remainder per asset (minor units)")
+    print_grid(console, table)
+    rest = Grid(title="clearing remainder per asset (minor units)")
     for column in ("asset", "clearing", "unbooked", "remainder"):
         rest.add_column(column, justify="right")
     for r in rec.remainders:
         rest.add_row(r.asset, str(r.clearing_minor), str(r.unbooked_minor),
                      str(r.remainder_minor))
-    console.print(rest)
+    print_grid(console, rest)

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from api.console import console, err_console, friendly, print_error
+from api.render import Grid, print_grid
 
 reserves_app = typer.Typer(help="Proof of reserves: reports, inclusion proofs, offline checks.",
                            no_args_is_help=True)
@@ -71,11 +71,10 @@ def _print_report(doc: dict[str, Any]) -> None:
                       f"({c['finality']})", highlight=False, soft_wrap=True)
     console.print(f"liabilities root {liabilities['root']} over {liabilities['users']} users "
                   f"(depth {liabilities['depth']})", highlight=False, soft_wrap=True)
-    table = Table(title="reserves against liabilities, per asset")
+    table = Grid(title="reserves against liabilities, per asset")
     for column in ("asset", "liabilities", "custody", "treasury", "on chain", "difference",
-                   "ratio", ""):
-        table.add_column(column, justify="left" if column in ("asset", "") else "right",
-                         overflow="fold")
+                   "ratio", "marks"):
+        table.add_column(column, justify="left" if column in ("asset", "marks") else "right")
     for a in doc["assets"]:
         s = int(a["scale"])
         marks = [m for m, on in (("below 1", int(a["on_chain"]) < int(a["liabilities"])),
@@ -83,7 +82,7 @@ def _print_report(doc: dict[str, Any]) -> None:
         table.add_row(a["asset"], _decimal(a["liabilities"], s), _decimal(a["custody"], s),
                       _decimal(a["treasury"], s), _decimal(a["on_chain"], s),
                       _decimal(a["difference"], s), a["ratio"] or "-", ", ".join(marks))
-    console.print(table)
+    print_grid(console, table)
     if doc.get("addresses") is not None:
         signed = sum(1 for a in doc["addresses"] if a["signature"])
         console.print(f"{len(doc['addresses'])} addresses listed, {signed} signed",
@@ -194,17 +193,17 @@ def list_reports(
     if as_json:
         _write_out({"items": items})
         return
-    table = Table(title="proof-of-reserves reports")
+    table = Grid(title="proof-of-reserves reports")
     for column in ("id", "taken at", "asset", "liabilities", "on chain", "ratio", "users",
                    "root"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for item in items:
         for a in item["assets"]:
             s = int(a["scale"])
             table.add_row(str(item["id"]), item["taken_at"], a["asset"],
                           _decimal(a["liabilities"], s), _decimal(a["on_chain"], s),
                           a["ratio"] or "-", str(item["users"]), item["root"])
-    console.print(table)
+    print_grid(console, table)
 
 
 @reserves_app.command("proof")
@@ -292,12 +291,12 @@ def verify_ownership(
         checks = check_report(doc)
     except OwnershipError as exc:
         raise _fail(exc.code, exc.message) from None
-    table = Table(title=f"ownership of the addresses of report {doc.get('id')}")
+    table = Grid(title=f"ownership of the addresses of report {doc.get('id')}")
     for column in ("chain", "address", "kind", "signer", "verdict", "detail"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for c in checks:
         table.add_row(c.chain, c.address, c.kind, c.signer, c.verdict, c.detail or "")
-    console.print(table)
+    print_grid(console, table)
     if any(c.verdict not in ("ok", "unsigned") or (c.verdict == "unsigned" and c.holds_funds)
            for c in checks):
         raise typer.Exit(1)

@@ -102,9 +102,9 @@ def verify(
     if not report.discrepancies:
         console.print(f"ok: {report.seals_checked} seals recomputed after {start}")
         return
-    from api.render import discrepancies_table
+    from api.render import discrepancies_table, print_grid
 
     table = discrepancies_table(f"seal findings ({report.seals_checked} seals after {start})",
                                 report.discrepancies)
-    console.print(table)
+    print_grid(console, table)
     raise typer.Exit(1)

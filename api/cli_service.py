@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from api.console import console, err_console, friendly
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
@@ -229,14 +229,14 @@ def delivery_log(
 
     with get_engine().connect() as conn:
         rows = read_log(conn, event_id=event, limit=limit)
-    table = Table(title="webhook deliveries (newest first)")
+    table = Grid(title="webhook deliveries (newest first)")
     for column in ("at", "event", "type", "client", "attempt", "outcome", "status", "error"):
         table.add_column(column)
     for r in rows:
         table.add_row(r.at.isoformat(timespec="seconds"), r.event_id, r.event_type,
                       r.client_name, str(r.attempt_no), r.outcome,
                       "" if r.status_code is None else str(r.status_code), r.error or "")
-    console.print(table)
+    print_grid(console, table)
 
 
 @service_cli.command("demo")

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from api.console import console, friendly
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -105,16 +105,16 @@ def _echo(body: BaseModel) -> None:
     typer.echo(json.dumps(body.model_dump(mode="json")))
 
 
-def _table(title: str, *columns: str) -> Table:
+def _table(title: str, *columns: str) -> Grid:
     """A table whose cells wrap long values instead of cutting them."""
-    table = Table(title=title, title_justify="left")
+    table = Grid(title=title)
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     return table
 
 
-def _print(table: Table) -> None:
-    console.print(table, highlight=False, markup=False)
+def _print(table: Grid) -> None:
+    print_grid(console, table)
 
 
 def _history(tl: Timeline) -> None:

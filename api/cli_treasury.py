@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from api.console import console, friendly, print_error
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
     from config.chains import ChainsConfig
@@ -114,13 +114,13 @@ def fundings(
     if as_json:
         typer.echo(json.dumps({"items": rows}))
         return
-    table = Table(title="treasury fundings")
+    table = Grid(title="treasury fundings")
     for column in ("id", "chain", "asset", "amount", "from", "state", "deposit", "reason"):
         table.add_column(column)
     for r in rows:
         table.add_row(str(r["id"]), r["chain"], r["asset"], r["amount"]["decimal"],
                       r["from_address"], r["state"], str(r["deposit_id"] or ""), r["reason"])
-    console.print(table)
+    print_grid(console, table)
 
 
 _FIELDS = ("treasury", "gas_float", "hot_onchain", "hot_custody", "hot_treasury", "onchain",
@@ -166,14 +166,14 @@ def show(
         typer.echo(json.dumps({"items": rows}))
         _incomplete(list(missing))
         return
-    table = Table(title="treasury (on chain at the finalized block)")
+    table = Grid(title="treasury (on chain at the finalized block)")
     for column in ("chain", "asset", "block", *_FIELDS):
         table.add_column(column.replace("_", " "), justify="left" if column in (
             "chain", "asset") else "right")
     for r in rows:
         table.add_row(r["chain"], r["asset"], str(r["block_number"] or "-"),
                       *("-" if r[f] is None else r[f]["decimal"] for f in _FIELDS))
-    console.print(table)
+    print_grid(console, table)
     _incomplete(list(missing))
 
 

@@ -18,13 +18,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from api.cli_reads import JsonOption
 from api.console import console, friendly
+from api.render import Grid, print_grid
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from config.chains import ChainsConfig
     from config.withdrawals import WithdrawalsConfig
+    from ledger.model import Account
     from withdrawals.service import Actor, Timeline
 
 withdrawal_app = typer.Typer(help="One withdrawal: timeline, approvals, cancel, write-off, retry.",
@@ -64,55 +68,76 @@ def _actor(name: str) -> Actor:
 
 @withdrawal_app.command("show")
 @friendly
-def show(withdrawal_id: Annotated[int, typer.Argument(help="Withdrawal id.")]) -> None:
-    """Print the timeline: state changes, attempts, votes, returns and ledger transactions."""
+def show(withdrawal_id: Annotated[int, typer.Argument(help="Withdrawal id.")],
+         as_json: JsonOption = False) -> None:
+    """Print the timeline: state changes, attempts, votes, returns and ledger transactions
+    (--json: the API's ``WithdrawalTimeline``)."""
+    from api.cli_reads import accounts_of, ledger_assets, print_json
+    from api.routes.views import timeline_view
     from config.database import get_engine
+    from config.uow import UnitOfWork
     from withdrawals.service import timeline
 
-    render_timeline(console, timeline(get_engine(), withdrawal_id))
+    engine = get_engine()
+    tl = timeline(engine, withdrawal_id)
+    with UnitOfWork(engine) as uow:
+        assets = ledger_assets(uow, [tl.withdrawal.asset_code])
+        accounts = accounts_of(uow, tl.transactions)
+    if as_json:
+        print_json(timeline_view(assets, tl))
+        return
+    render_timeline(console, tl, assets, accounts)
 
 
-def render_timeline(out: Console, tl: Timeline) -> None:
-    """Print a ``withdrawals.service.Timeline``."""
+def render_timeline(out: Console, tl: Timeline, assets: ChainsConfig,
+                    accounts: Mapping[int, Account]) -> None:
+    """Print a ``withdrawals.service.Timeline``: amounts as decimals with the asset and the
+    minor units beside them, accounts by code, every value whole (``api.render``)."""
+    from api.render import grid, ledger_amount, postings_grid, print_grid
+
     w = tl.withdrawal
-    out.print(f"withdrawal {w.id}: {w.state}  user {w.user_id}  {w.amount_minor} {w.asset_code} "
-              f"(minor) on {w.chain} to {w.destination}  fee {w.fee_minor} "
-              f"(max {w.fee_max_minor})  nonce {w.nonce}", highlight=False)
-    events = Table(title="state changes")
-    for column in ("at", "event", "from", "to", "actor", "reason", "ledger tx"):
-        events.add_column(column)
+    found = assets.assets.get(w.asset_code)
+
+    def money(minor: int) -> str:
+        if found is None:
+            return f"{minor} {w.asset_code} (minor units)"
+        return ledger_amount(minor, found.scale, w.asset_code)
+
+    out.print(f"withdrawal {w.id}: {w.state}  user {w.user_id}  {money(w.amount_minor)} "
+              f"on {w.chain} to {w.destination}  fee {money(w.fee_minor)} "
+              f"(max {money(w.fee_max_minor)})  nonce {w.nonce}", highlight=False,
+              markup=False, soft_wrap=True)
+    events = grid("state changes", "at", "event", "from", "to", "actor", "reason", "ledger tx")
     for e in tl.events:
         events.add_row(e.occurred_at.isoformat(), e.event, e.from_state or "", e.to_state,
                        e.actor, e.reason or "", str(e.ledger_transaction_id or ""))
-    out.print(events)
+    print_grid(out, events)
     if tl.attempts:
-        attempts = Table(title="broadcast attempts")
-        for column in ("#", "tx hash", "nonce", "max fee/gas", "tip/gas", "gas limit", "at"):
-            attempts.add_column(column)
+        attempts = grid("broadcast attempts", "#", "tx hash", "nonce", "max fee/gas",
+                        "tip/gas", "gas limit", "at")
         for a in tl.attempts:
             attempts.add_row(str(a.attempt_no), a.tx_hash, str(a.nonce), str(a.max_fee_per_gas),
                              str(a.max_priority_fee_per_gas), str(a.gas_limit),
                              a.created_at.isoformat())
-        out.print(attempts)
+        print_grid(out, attempts)
     for d in tl.decisions:
         out.print(f"{d.kind}: {d.actor} {d.decision} at {d.decided_at.isoformat()} "
-                  f"{d.reason or ''}", highlight=False)
+                  f"{d.reason or ''}", highlight=False, markup=False, soft_wrap=True)
     for r in tl.returns:
-        out.print(f"returned: {r.amount_minor} via {r.chain}:{r.tx_hash}:{r.position} "
+        out.print(f"returned: {money(r.amount_minor)} via {r.chain}:{r.tx_hash}:{r.position} "
                   f"arrived {r.arrived_at.isoformat()} (linked by {r.linked_by})",
-                  highlight=False)
+                  highlight=False, markup=False, soft_wrap=True)
     for c in tl.cases:
         status = (f"resolved by {c.resolved_by} at {c.resolved_at.isoformat()}: "
                   f"{c.resolution_reason}" if c.resolved_at else "OPEN")
         out.print(f"case {c.id} ({c.kind}) opened {c.opened_at.isoformat()}: {c.reason}  "
-                  f"[{status}]", highlight=False, markup=False)
-    ledger = Table(title="ledger transactions")
-    for column in ("id", "key", "kind", "effective", "postings"):
-        ledger.add_column(column)
+                  f"[{status}]", highlight=False, markup=False, soft_wrap=True)
+    ledger = grid("ledger transactions", "id", "key", "kind", "effective")
     for t in tl.transactions:
-        ledger.add_row(str(t.id), t.idempotency_key, t.kind, t.effective_at.isoformat(),
-                       ", ".join(f"{p.account_id}:{p.amount_minor}" for p in t.postings))
-    out.print(ledger)
+        ledger.add_row(str(t.id), t.idempotency_key, t.kind, t.effective_at.isoformat())
+    print_grid(out, ledger)
+    if tl.transactions:
+        print_grid(out, postings_grid(tl.transactions, accounts))
 
 
 @withdrawal_app.command("approve")
@@ -180,7 +205,7 @@ def open_items(
     _, cfg = _configs()
     items = service.open_items(get_engine(), cfg, older_than=parse_duration(older_than),
                                now=datetime.now(UTC))
-    table = Table(title=f"open withdrawal reserves (SLA {cfg.open_item_sla_s}s)")
+    table = Grid(title=f"open withdrawal reserves (SLA {cfg.open_item_sla_s}s)")
     for column in ("withdrawal", "user", "chain", "asset", "open (minor)", "age s", "state",
                    "reason", "overdue"):
         table.add_column(column)
@@ -189,7 +214,7 @@ def open_items(
         table.add_row(str(r.withdrawal_id), r.user_id, r.chain, r.asset_code, str(r.open_minor),
                       f"{i.age_s:.0f}", r.state, r.state_reason or "",
                       "ALERT" if i.overdue else "")
-    console.print(table)
+    print_grid(console, table)
     if any(i.overdue for i in items):
         raise typer.Exit(1)
 

@@ -28,7 +28,9 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 
 from config.errors import CustodyError
 
-console = Console()
+#: Standard output never wraps a line itself: a hash, an address or an amount longer than the
+#: rest of the line would be cut in two (a terminal still wraps it visually, whole).
+console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 #: The code of a command line used wrongly (printed by the CLI only; the API never answers it).

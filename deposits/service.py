@@ -94,6 +94,11 @@ def address_of_user(uow: UnitOfWork, family: str, user_id: str) -> str | None:
     return repo.address_of_user(uow.conn, family, user_id)
 
 
+def user_has_address(uow: UnitOfWork, user_id: str) -> bool:
+    """Whether the user has a deposit address in any family."""
+    return repo.user_has_address(uow.conn, user_id)
+
+
 def is_deposit_address(uow: UnitOfWork, family: str, address: str) -> bool:
     """Whether ``address`` (any case) is one of our deposit addresses in ``family``."""
     return bool(repo.users_of_addresses(uow.conn, family, [address]))

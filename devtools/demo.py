@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
+from api.render import Grid, print_grid
 from ledger.model import format_amount
 
 DEMO_DATABASE = "custody_demo"
@@ -230,15 +230,14 @@ def _reserves(console: Console, engine: Any, chains: Any, wcfg: Any, story: Any)
         history = service.history(uow, limit=100)
         proof = service.user_proof(uow, story.users["alice"], report_id)
     root = doc["liabilities"]["root"]
-    table = Table(title=f"proof of reserves, report {report_id}: liabilities root {root}")
+    table = Grid(title=f"proof of reserves, report {report_id}: liabilities root {root}")
     for column in ("asset", "liabilities", "on chain", "difference", "ratio"):
-        table.add_column(column, justify="left" if column == "asset" else "right",
-                         overflow="fold")
+        table.add_column(column, justify="left" if column == "asset" else "right")
     for a in doc["assets"]:
         table.add_row(a["asset"], format_amount(int(a["liabilities"]), a["scale"]),
                       format_amount(int(a["on_chain"]), a["scale"]),
                       format_amount(int(a["difference"]), a["scale"]), a["ratio"] or "-")
-    console.print(table)
+    print_grid(console, table)
     page = Path("var/demo/reserves.html")
     page.write_text(render_report(doc, list(reversed(history))), encoding="utf-8")
     signed = sum(1 for a in doc["addresses"] if a["signature"])
@@ -252,7 +251,7 @@ def _reserves(console: Console, engine: Any, chains: Any, wcfg: Any, story: Any)
 
 def _report(console: Console, story: Any, receiver: Any) -> None:
     holdings = story.holdings()
-    table = Table(title=f"holdings of all our addresses at block {holdings['block_number']} "
+    table = Grid(title=f"holdings of all our addresses at block {holdings['block_number']} "
                         f"(final under {holdings['finality']})")
     for column in ("asset", "on chain", "custody", "treasury", "custody + treasury",
                    "difference"):
@@ -261,8 +260,8 @@ def _report(console: Console, story: Any, receiver: Any) -> None:
         table.add_row(a["asset"], a["on_chain"]["decimal"], a["custody"]["decimal"],
                       a["treasury"]["decimal"], a["custody_plus_treasury"]["decimal"],
                       a["difference"]["decimal"])
-    console.print(table)
-    table = Table(title="treasury (company money) and holdings at the finalized block")
+    print_grid(console, table)
+    table = Grid(title="treasury (company money) and holdings at the finalized block")
     for column in ("asset", "treasury", "custody", "on chain, all our addresses",
                    "custody + treasury", "difference"):
         table.add_column(column, justify="left" if column == "asset" else "right")
@@ -270,23 +269,23 @@ def _report(console: Console, story: Any, receiver: Any) -> None:
         table.add_row(row["asset"], row["treasury"]["decimal"], row["custody"]["decimal"],
                       row["onchain"]["decimal"], row["custody_plus_treasury"]["decimal"],
                       row["difference"]["decimal"])
-    console.print(table)
+    print_grid(console, table)
     for name in ("alice", "bob"):
-        table = Table(title=f"{name} ({story.users[name]})")
+        table = Grid(title=f"{name} ({story.users[name]})")
         for column in ("asset", "posted", "pending in", "pending out", "available"):
             table.add_column(column, justify="left" if column == "asset" else "right")
         for b in story.balances(name):
             table.add_row(b["asset"], b["posted"]["decimal"], b["pending_incoming"]["decimal"],
                           b["pending_outgoing"]["decimal"], b["available"]["decimal"])
-        console.print(table)
+        print_grid(console, table)
     timeline = story.timeline("bob USDC")
-    table = Table(title=f"timeline of bob's USDC deposit {timeline['tx_hash'][:18]}...")
+    table = Grid(title=f"timeline of bob's USDC deposit {timeline['tx_hash']}")
     for column in ("event", "state", "block", "confirmations", "ledger tx"):
         table.add_column(column)
     for e in timeline["transfers"][0]["events"]:
         table.add_row(e["event"], e["state"], str(e["block_number"] or ""),
                       str(e["confirmations"] or ""), str(e["ledger_transaction_id"] or ""))
-    console.print(table)
+    print_grid(console, table)
     accepted = receiver.accepted()
     valid = all(r.signature_valid for r in receiver.requests)
     console.print(f"webhooks received: {len(accepted)} events "

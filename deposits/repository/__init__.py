@@ -25,6 +25,7 @@ from deposits.repository.addresses import (
     insert_addresses,
     lock_address_family,
     next_address_index,
+    user_has_address,
     users_of_addresses,
 )
 from deposits.repository.cases import (
@@ -125,5 +126,6 @@ __all__ = [
     "pending_incoming",
     "save_cursor",
     "unlock_chain",
+    "user_has_address",
     "users_of_addresses",
 ]

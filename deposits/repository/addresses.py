@@ -27,6 +27,13 @@ def address_of_user(conn: Connection, family: str, user_id: str) -> str | None:
     ).scalar()
 
 
+def user_has_address(conn: Connection, user_id: str) -> bool:
+    """Whether the user has a deposit address in any family."""
+    return bool(conn.execute(
+        sa.text("SELECT EXISTS (SELECT 1 FROM deposit_addresses WHERE user_id = :u)"),
+        {"u": user_id}).scalar())
+
+
 def next_address_index(conn: Connection, family: str) -> int:
     """The next free derivation index of ``family`` (call under ``lock_address_family``)."""
     value = conn.execute(

@@ -43,9 +43,9 @@ def _with(args: list[str], option: str, value: str) -> list[str]:
 
 
 def column(table: str, name: str) -> str:
-    """The text of column ``name`` of a one-row rich table, each cell's wrapped lines joined
+    """The text of column ``name`` of a one-row table, each cell's wrapped lines joined
     (without spaces for the header and ``name`` ``address``/``available``, with one for
-    prose)."""
+    prose), or of its record when the table was printed as records (``api.render``)."""
 
     def cells(mark: str, prose: bool) -> list[str]:
         rows = [[c.strip() for c in line.split(mark)[1:-1]] for line in table.splitlines()
@@ -53,6 +53,10 @@ def column(table: str, name: str) -> str:
         glue = " " if prose else ""
         return [glue.join(p for p in parts if p) for parts in zip(*rows, strict=True)]
 
+    if "┃" not in table:  # Too wide for the terminal: one ``name: value`` line per cell.
+        (value,) = [line.split(":", 1)[1].strip() for line in table.splitlines()
+                    if line.startswith(f"{name}:")]
+        return value
     at = cells("┃", False).index(name)
     return cells("│", name == "note")[at]
 
