@@ -43,7 +43,9 @@ from sqlalchemy.engine import Connection, Engine
 from api.problems import ApiError
 from api.repository import clients as clients_repo
 from api.repository import outbox as repo
-from api.repository.outbox import AttemptLog, DueDelivery, EndpointRow
+from api.repository.outbox import AttemptLog, DueDelivery
+from api.repository.outbox import EndpointRow as EndpointRow  # re-exported for the routes
+from api.repository.outbox import StoredEvent as StoredEvent  # re-exported for the routes
 from api.schemas_events import EVENT_TYPES
 from config.errors import CustodyError
 from config.uow import UnitOfWork
@@ -97,6 +99,13 @@ class WebhookEndpointNotFound(ApiError):
     """No webhook endpoint has that id."""
 
     code = "webhook_endpoint_not_found"
+    status = 404
+
+
+class EventNotFound(ApiError):
+    """No event has that id (or it is another client's)."""
+
+    code = "event_not_found"
     status = 404
 
 
@@ -279,6 +288,26 @@ def disable_endpoint(uow: UnitOfWork, endpoint_id: int, now: datetime) -> Endpoi
     row = repo.get_endpoint(uow.conn, endpoint_id)
     assert row is not None
     return row
+
+
+# --- the events API --------------------------------------------------------------------------
+
+
+def list_events(uow: UnitOfWork, *, client_id: int | None, types: Sequence[str],
+                since: datetime | None, until: datetime | None, before_id: int | None,
+                limit: int) -> list[StoredEvent]:
+    """Events newest first, before ``before_id``; of one client when ``client_id`` is given
+    (else every event), of ``types`` unless empty, created in [``since``, ``until``)."""
+    return repo.list_events(uow.conn, client_id=client_id, types=types, since=since,
+                            until=until, before_id=before_id, limit=limit)
+
+
+def get_event(uow: UnitOfWork, event_id: str, *, client_id: int | None) -> StoredEvent:
+    """One event; EventNotFound when unknown or, with ``client_id``, another client's."""
+    found = repo.get_event(uow.conn, event_id)
+    if found is None or (client_id is not None and found[1] != client_id):
+        raise EventNotFound(f"no event {event_id}")
+    return found[0]
 
 
 # --- delivery --------------------------------------------------------------------------------

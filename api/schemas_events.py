@@ -247,10 +247,11 @@ class Event(BaseModel):
     per type: see the OpenAPI ``webhooks`` section); ``version`` is absent from events written
     before version 2."""
 
-    id: str
-    type: str
-    version: int | None = None
-    created_at: datetime
+    id: str = Field(examples=["evt_dep_17"])
+    type: str = Field(description="One of the event types of the webhooks section.")
+    version: int | None = Field(default=None, description="Payload version (absent: 1).")
+    created_at: str = Field(json_schema_extra={"format": "date-time"},
+                            description="When the event was written (as delivered).")
     data: dict[str, Any]
 
 

@@ -1325,6 +1325,27 @@ $$;
 ALTER FUNCTION public.ledger_write_gate() OWNER TO CURRENT_USER;
 
 --
+-- Name: outbox_amount(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_amount(minor numeric, scale integer) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE
+    WHEN minor IS NULL OR scale IS NULL THEN NULL
+    WHEN scale = 0 THEN jsonb_build_object('minor', minor::text, 'decimal', minor::text)
+    ELSE jsonb_build_object('minor', minor::text, 'decimal',
+      (CASE WHEN minor < 0 THEN '-' ELSE '' END)
+      || left(right(repeat('0', scale + 1) || abs(minor)::text,
+                    greatest(length(abs(minor)::text), scale + 1)), -scale)
+      || '.' || right(repeat('0', scale) || abs(minor)::text, scale))
+  END
+$$;
+
+
+ALTER FUNCTION public.outbox_amount(minor numeric, scale integer) OWNER TO CURRENT_USER;
+
+--
 -- Name: outbox_decimal(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -1369,9 +1390,7 @@ BEGIN
             'case_id', NEW.id::text, 'kind', NEW.kind, 'deposit_id', d.id::text,
             'user_id', d.user_id, 'chain', d.chain, 'tx_hash', d.tx_hash,
             'position', d.position, 'asset', d.asset_code,
-            'amount', CASE WHEN d.amount_minor IS NOT NULL AND d.scale IS NOT NULL THEN
-              jsonb_build_object('minor', d.amount_minor::text,
-                                 'decimal', outbox_decimal(d.amount_minor, d.scale)) END,
+            'amount', outbox_amount(d.amount_minor, d.scale),
             'ledger_transaction_id', NEW.ledger_transaction_id::text,
             'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at,
             -- What an operator does next (every alert says it: api.outbox.raise_alert).
@@ -1434,9 +1453,7 @@ BEGIN
               'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
               'from_address', d.from_address, 'to_address', d.to_address,
               'asset', d.asset_code,
-              'amount', CASE WHEN d.amount_minor IS NOT NULL AND d.scale IS NOT NULL THEN
-                jsonb_build_object('minor', d.amount_minor::text,
-                                   'decimal', outbox_decimal(d.amount_minor, d.scale)) END,
+              'amount', outbox_amount(d.amount_minor, d.scale),
               'state', NEW.state, 'block_number', NEW.block_number,
               'confirmations', NEW.confirmations,
               'ledger_transaction_id', NEW.ledger_transaction_id::text),
@@ -1666,12 +1683,9 @@ BEGIN
              'id', w.id::text, 'user_id', w.user_id, 'request_key', w.request_key,
              'state', e.to_state, 'state_reason', e.reason,
              'chain', w.chain, 'asset', w.asset_code, 'token', w.token, 'to', w.destination,
-             'amount', jsonb_build_object('minor', w.amount_minor::text,
-                                          'decimal', outbox_decimal(w.amount_minor, s.scale)),
-             'fee', jsonb_build_object('minor', w.fee_minor::text,
-                                       'decimal', outbox_decimal(w.fee_minor, s.scale)),
-             'fee_max', jsonb_build_object('minor', w.fee_max_minor::text,
-                                           'decimal', outbox_decimal(w.fee_max_minor, s.scale)),
+             'amount', outbox_amount(w.amount_minor, s.scale),
+             'fee', outbox_amount(w.fee_minor, s.scale),
+             'fee_max', outbox_amount(w.fee_max_minor, s.scale),
              'tx_hash', p_tx_hash),
            'history', jsonb_build_object(
              'id', e.id::text, 'event', e.event, 'from_state', e.from_state,

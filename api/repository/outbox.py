@@ -249,3 +249,57 @@ def insert_alert(conn: Connection, event_id: str, kind: str, payload_json: str) 
         {"id": event_id, "type": f"alert.{kind}", "subject": f"alert:{kind}",
          "payload": payload_json}).first()
     return inserted is not None
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An outbox event as stored (rendered by ``api.outbox.event_document``)."""
+
+    id: int
+    event_id: str
+    type: str
+    created_at: datetime
+    payload: dict[str, Any]
+    version: int
+
+
+_EVENT_COLUMNS = "o.id, o.event_id, o.type, o.created_at, o.payload, o.version"
+
+
+def list_events(conn: Connection, *, client_id: int | None, types: Sequence[str],
+                since: datetime | None, until: datetime | None, before_id: int | None,
+                limit: int) -> list[StoredEvent]:
+    """Events newest first (by outbox id), before ``before_id``; of one client when
+    ``client_id`` is given (else all), of ``types`` when not empty, written at or after
+    ``since`` and before ``until``."""
+    where = ["TRUE"]
+    params: dict[str, Any] = {"n": limit}
+    if client_id is not None:
+        where.append("o.client_id = :client")
+        params["client"] = client_id
+    if types:
+        where.append("o.type = ANY (:types)")
+        params["types"] = list(types)
+    if since is not None:
+        where.append("o.created_at >= :since")
+        params["since"] = since
+    if until is not None:
+        where.append("o.created_at < :until")
+        params["until"] = until
+    if before_id is not None:
+        where.append("o.id < :before")
+        params["before"] = before_id
+    rows = conn.execute(sa.text(
+        f"SELECT {_EVENT_COLUMNS} FROM outbox_events o WHERE {' AND '.join(where)} "
+        "ORDER BY o.id DESC LIMIT :n"), params).all()
+    return [StoredEvent(*r) for r in rows]
+
+
+def get_event(conn: Connection, event_id: str) -> tuple[StoredEvent, int | None] | None:
+    """One event by its event id, with the client it belongs to."""
+    row = conn.execute(sa.text(
+        f"SELECT {_EVENT_COLUMNS}, o.client_id FROM outbox_events o WHERE o.event_id = :id"),
+        {"id": event_id}).first()
+    if row is None:
+        return None
+    return StoredEvent(*row[:6]), row[6]

@@ -78,7 +78,7 @@ def test_deposit_reorg_credit_withdrawal_settlement_and_signed_webhooks(
     settled = next(r for r in accepted.values() if r.event_type == "withdrawal.settled")
     data_ = settled.document["data"]["withdrawal"]
     assert (data_["amount"]["decimal"], data_["fee"]["decimal"], data_["user_id"]) == (
-        "30", "0.4", story.users["bob"])
+        "30.000000", "0.400000", story.users["bob"])
     credited = [r.document["data"]["deposit"] for r in accepted.values()
                 if r.event_type == "deposit.credited"]
     assert sorted(d["amount"]["minor"] for d in credited) == ["150000000", str(15 * 10**17)]

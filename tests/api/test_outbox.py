@@ -55,12 +55,13 @@ class TestTriggers:
             wd = conn.execute(sa.text(
                 "SELECT event_id, payload FROM outbox_events WHERE type LIKE 'withdrawal.%'")).one()
         deposit = payload["deposit"]
-        assert deposit["amount"] == {"minor": "7000000", "decimal": "7"}
+        assert deposit["amount"] == {"minor": "7000000", "decimal": "7.000000"}
         assert deposit["user_id"] == user and deposit["state"] == "included"
         assert payload["history"]["event"] == "transfer_included"
         withdrawal = wd.payload["withdrawal"]
         assert withdrawal["id"] == str(w["id"])
-        assert (withdrawal["amount"]["decimal"], withdrawal["fee"]["decimal"]) == ("30", "0.4")
+        assert (withdrawal["amount"]["decimal"], withdrawal["fee"]["decimal"]) == (
+            "30.000000", "0.400000")
         assert withdrawal["amount"]["minor"] == "30000000"
         assert wd.event_id.startswith("evt_wd_")
 

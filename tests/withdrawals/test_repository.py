@@ -304,8 +304,9 @@ class TestReserveOutbox:
                  if k not in ("id", "occurred_at")}
                 == {k: v for k, v in by_trigger.payload["history"].items()
                     if k not in ("id", "occurred_at")})
-        assert direct.payload["withdrawal"]["amount"] == {"minor": "30000000", "decimal": "30"}
-        assert direct.payload["withdrawal"]["fee"]["decimal"] == "0.4"
+        assert direct.payload["withdrawal"]["amount"] == {"minor": "30000000",
+                                                          "decimal": "30.000000"}
+        assert direct.payload["withdrawal"]["fee"]["decimal"] == "0.400000"
 
     def test_reserve_fans_out_to_its_clients_endpoint_and_not_without_one(
             self, wbook: Engine, owner: Engine, cfg: WithdrawalsConfig,

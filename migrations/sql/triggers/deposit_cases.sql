@@ -24,9 +24,7 @@ BEGIN
             'case_id', NEW.id::text, 'kind', NEW.kind, 'deposit_id', d.id::text,
             'user_id', d.user_id, 'chain', d.chain, 'tx_hash', d.tx_hash,
             'position', d.position, 'asset', d.asset_code,
-            'amount', CASE WHEN d.amount_minor IS NOT NULL AND d.scale IS NOT NULL THEN
-              jsonb_build_object('minor', d.amount_minor::text,
-                                 'decimal', outbox_decimal(d.amount_minor, d.scale)) END,
+            'amount', outbox_amount(d.amount_minor, d.scale),
             'ledger_transaction_id', NEW.ledger_transaction_id::text,
             'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at,
             -- What an operator does next (every alert says it: api.outbox.raise_alert).

@@ -42,9 +42,7 @@ BEGIN
               'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
               'from_address', d.from_address, 'to_address', d.to_address,
               'asset', d.asset_code,
-              'amount', CASE WHEN d.amount_minor IS NOT NULL AND d.scale IS NOT NULL THEN
-                jsonb_build_object('minor', d.amount_minor::text,
-                                   'decimal', outbox_decimal(d.amount_minor, d.scale)) END,
+              'amount', outbox_amount(d.amount_minor, d.scale),
               'state', NEW.state, 'block_number', NEW.block_number,
               'confirmations', NEW.confirmations,
               'ledger_transaction_id', NEW.ledger_transaction_id::text),
