@@ -419,3 +419,44 @@ def test_every_event_type_is_in_the_webhooks_section(api: Api) -> None:
     for event_type, item in doc["webhooks"].items():
         names = {p["name"] for p in item["post"]["parameters"]}
         assert {"Custody-Signature", "Custody-Event-Id"} <= names, event_type
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+def test_cli_endpoints_events_rotate_disable(api: Api, database_url: str) -> None:
+    from tests.api.test_cli import custody
+
+    made = custody(database_url, "webhooks", "endpoint", "acme", "https://example.com/a",
+                   "--events", "deposit.credited,withdrawal.settled", "--events",
+                   "deposit.seen")
+    assert made.returncode == 0, made.stderr
+    secret = made.stdout.strip()
+    assert secret.startswith("whsec_") and "deposit.credited" in made.stderr
+    listed_ = custody(database_url, "webhooks", "endpoints", "--json")
+    assert listed_.returncode == 0, listed_.stderr
+    [row] = json.loads(listed_.stdout)
+    assert row["events"] == ["deposit.credited", "deposit.seen", "withdrawal.settled"]
+    assert secret not in listed_.stdout and "secret" not in row
+    table = custody(database_url, "webhooks", "endpoints")
+    assert table.returncode == 0 and "https://example.com/a" in table.stdout
+    rotated = custody(database_url, "webhooks", "rotate", row["id"])
+    assert rotated.returncode == 0, rotated.stderr
+    assert rotated.stdout.strip().startswith("whsec_") and rotated.stdout.strip() != secret
+    assert "valid until" in rotated.stderr
+    disabled = custody(database_url, "webhooks", "disable", row["id"])
+    assert disabled.returncode == 0 and "disabled" in disabled.stdout
+    [after] = json.loads(custody(database_url, "webhooks", "endpoints", "--json").stdout)
+    assert after["state"] == "disabled" and after["previous_secret_expires_at"]
+    # the old command without --events still subscribes to everything (and re-enables)
+    again = custody(database_url, "webhooks", "endpoint", "acme", "https://example.com/b")
+    assert again.returncode == 0, again.stderr
+    [now] = json.loads(custody(database_url, "webhooks", "endpoints", "--json").stdout)
+    assert (now["id"], now["events"], now["state"]) == (row["id"], None, "enabled")
+    for args, code in ((("rotate", "999"), "webhook_endpoint_not_found"),
+                       (("endpoint", "acme", "https://example.com/a", "--events", "nope"),
+                        "webhook_endpoint_invalid")):
+        bad = custody(database_url, "webhooks", *args)
+        assert bad.returncode == 2, bad
+        lines = (bad.stdout + bad.stderr).strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error [{code}]"), lines
