@@ -460,3 +460,23 @@ def test_cli_endpoints_events_rotate_disable(api: Api, database_url: str) -> Non
         assert bad.returncode == 2, bad
         lines = (bad.stdout + bad.stderr).strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error [{code}]"), lines
+
+
+def test_the_documented_verifier_accepts_both_signatures_of_a_rotation() -> None:
+    import re
+    import time
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", doc, re.S)
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 - the documentation's own example
+    verify = namespace["verify"]
+    body = outbox.event_body("evt_dep_1", "deposit.seen", datetime.now(UTC), {"a": "1"}, 2)
+    old, new = "whsec_" + "1" * 64, "whsec_" + "2" * 64
+    header = outbox.signature_header([new, old], int(time.time()), body)
+    assert verify(new, header, body) and verify(old, header, body)
+    assert not verify("whsec_" + "3" * 64, header, body)
+    assert not verify(new, header, body + b" ")
+    stale = outbox.signature_header([new], int(time.time()) - 3600, body)
+    assert not verify(new, stale, body)
