@@ -89,10 +89,11 @@ class WebhookEndpointInvalid(CustodyError):
     code = "webhook_endpoint_invalid"
 
 
-class ClientNotFound(CustodyError):
+class ClientNotFound(ApiError):
     """No API client has that name."""
 
     code = "client_not_found"
+    status = 404
 
 
 class WebhookEndpointNotFound(ApiError):

@@ -193,6 +193,9 @@ AlertType = Literal[
     "alert.case_opened", "alert.ledger_drift", "alert.withdrawal_overdue", "alert.hot_wallet_low",
     "alert.cold_transfer_proposed", "alert.withdrawal_held", "alert.gas_float_low",
     "alert.signer_unavailable", "alert.config_mismatch"]
+DepositCaseAlertType = Literal["alert.deep_reorg", "alert.unattributed_own_address"]
+#: Any event type.
+EventType = Literal[DepositType, WithdrawalType, DepositCaseAlertType, AlertType]
 
 
 class _EventBase(_Out):
@@ -219,7 +222,7 @@ class WithdrawalEventBody(_EventBase):
 class DepositCaseAlertBody(_EventBase):
     """An alert about a client's deposit."""
 
-    type: Literal["alert.deep_reorg", "alert.unattributed_own_address"]
+    type: DepositCaseAlertType
     data: DepositCaseAlertData
 
 
@@ -271,7 +274,7 @@ class WebhookEndpointCreate(Body):
 
     client: str = Field(min_length=1, max_length=200, description="API client name.")
     url: str = Field(min_length=8, max_length=2000, pattern=r"^https?://\S+$")
-    events: list[str] | None = Field(
+    events: list[EventType] | None = Field(
         default=None, min_length=1, max_length=100,
         description="Event types to receive (null: all). See the webhooks section.")
     alerts: bool = Field(default=False, description="Also receive operators' alert.* events.")

@@ -55,7 +55,8 @@ def create_endpoint(
     """A new endpoint of the API client ``client`` (besides its others), receiving ``events``
     (null: every type; ``alert.*`` also needs ``alerts``). Its events from now on are
     delivered to it, signed with the secret in this answer (docs/webhooks.md); older events
-    only through a replay. Unknown client or event type: 422."""
+    only through a replay. An unknown client: 404 ``client_not_found``; an unknown event type:
+    422."""
     ctx = context(request)
 
     def work(key: str) -> tuple[int, WebhookEndpointSecret]:

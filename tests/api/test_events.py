@@ -394,11 +394,11 @@ class TestAdminApi:
         r = api.call("POST", "/v1/admin/webhook-endpoints", "carol", idem=idem(),
                      json={"client": "acme", "url": "https://example.com/x",
                            "events": ["deposit.credited", "deposit.nope"]})
-        assert (r.status_code, r.json()["code"]) == (422, "webhook_endpoint_invalid")
-        assert "deposit.nope" in r.json()["detail"]
+        assert (r.status_code, r.json()["code"]) == (422, "request_invalid")
+        assert [e["loc"] for e in r.json()["errors"]] == [["body", "events", 1]]
         r = api.call("POST", "/v1/admin/webhook-endpoints", "carol", idem=idem(),
                      json={"client": "nobody", "url": "https://example.com/x"})
-        assert (r.status_code, r.json()["code"]) == (422, "client_not_found")
+        assert (r.status_code, r.json()["code"]) == (404, "client_not_found")
         for path in ("/v1/admin/webhook-endpoints/999", ):
             r = api.call("GET", path, "carol")
             assert (r.status_code, r.json()["code"]) == (404, "webhook_endpoint_not_found")
