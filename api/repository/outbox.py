@@ -229,13 +229,16 @@ def delivery_log(conn: Connection, *, event_id: str | None, limit: int) -> list[
 
 def undelivered(conn: Connection) -> tuple[int, datetime | None, int]:
     """Deliveries still pending, the creation time of the oldest event among them, and
-    deliveries that gave up (failed). The pending ones are read through the partial index on
-    due deliveries."""
+    deliveries that gave up (failed), to enabled endpoints. The pending ones are read through
+    the partial index on due deliveries."""
+    # Deliveries to a disabled endpoint are never sent: they are not "undelivered" work.
     row = conn.execute(sa.text(
         "SELECT count(*), min(o.created_at), "
-        "(SELECT count(*) FROM webhook_deliveries f WHERE f.state = 'failed') "
-        "FROM webhook_deliveries d JOIN outbox_events o "
-        "ON o.id = d.event_id WHERE d.state = 'pending'")).one()
+        "(SELECT count(*) FROM webhook_deliveries f JOIN webhook_endpoints fe "
+        "  ON fe.id = f.endpoint_id AND fe.disabled_at IS NULL WHERE f.state = 'failed') "
+        "FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.event_id "
+        "JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.disabled_at IS NULL "
+        "WHERE d.state = 'pending'")).one()
     return int(row[0]), row[1], int(row[2])
 
 

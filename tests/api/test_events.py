@@ -333,6 +333,11 @@ class TestDelivery:
         api.withdraw(user)
         assert outbox.deliver_due(api.engine).attempted == 0
         assert receiver.requests == []
+        # what will never be sent is not undelivered work (the metrics' oldest undelivered)
+        from config.uow import UnitOfWork
+
+        with UnitOfWork(api.engine) as uow:
+            assert outbox.undelivered(uow, datetime.now(UTC)) == (0, None, 0)
         # still readable through the events API
         assert len(listed(api, "acme")["items"]) == 2
 
