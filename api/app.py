@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import contract, docs_pages, metrics, openapi, problems
 from api.ratelimit import RateLimits
-from api.routes import admin, deposits, reserves, system, users, withdrawals
+from api.routes import admin, deposits, events, reserves, system, users, webhooks, withdrawals
 from api.routes.deps import ApiContext, utc_now
 from api.web import routes as web
 from config.chains import ChainsConfig
@@ -154,6 +154,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
                   max_body_size=contract.MAX_BODY_BYTES)
     docs_pages.install(app)
     openapi.install(app, chains, withdrawals_config)
+    openapi.install_webhooks(app)
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
                                idempotency_stale_s=idempotency_stale_s,
@@ -166,7 +167,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     app.add_middleware(contract.MethodsMiddleware, routes_of=app)
     app.add_middleware(contract.BodyLimit)
     app.add_middleware(RequestIdMiddleware)
-    for module in (system, users, deposits, withdrawals, reserves, admin):
+    for module in (system, users, deposits, withdrawals, reserves, events, admin, webhooks):
         app.include_router(module.router)
     web.install(app)
     return app

@@ -164,21 +164,107 @@ def worker(
 # --- webhooks ---------------------------------------------------------------------------------
 
 
+EventsOption = Annotated[list[str] | None, typer.Option(
+    "--events", help="Only these event types (repeatable or comma-separated; default: all). "
+                     "See docs/webhooks.md.")]
+
+
+def _event_types(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [t.strip() for v in values for t in v.split(",") if t.strip()]
+
+
 @webhooks_app.command("endpoint")
 @friendly
 def endpoint(
     client: Annotated[str, typer.Argument(help="API client name.")],
     url: Annotated[str, typer.Argument(help="Where to POST its events.")],
     alerts: Annotated[bool, typer.Option(help="Also send alert.* events here.")] = False,
+    events: EventsOption = None,
 ) -> None:
-    """Set a client's webhook URL; prints the new signing secret once."""
+    """Set a client's webhook URL (its newest endpoint, or a first one); prints the new
+    signing secret once."""
     from api.outbox import set_endpoint
     from config.database import get_engine
 
-    made = set_endpoint(get_engine(), client, url, alerts=alerts)
-    err_console.print(f"webhooks of {client} go to {made.url}; signing secret (shown once):",
-                      highlight=False)
+    made = set_endpoint(get_engine(), client, url, alerts=alerts,
+                        event_types=_event_types(events))
+    err_console.print(f"webhooks of {client} go to {made.url} (endpoint {made.id}, "
+                      f"{'all events' if made.event_types is None else ', '.join(made.event_types)}"
+                      "); signing secret (shown once):", highlight=False, soft_wrap=True)
     console.print(made.secret, highlight=False, markup=False, soft_wrap=True)
+
+
+@webhooks_app.command("endpoints")
+@friendly
+def endpoints(
+    client: Annotated[str | None, typer.Option(help="Only this API client's.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON, as the admin API lists them.")]
+    = False,
+) -> None:
+    """Every webhook endpoint (never its secret), oldest first."""
+    import json
+
+    from api import outbox
+    from api.routes.webhooks import endpoint_view
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+
+    with UnitOfWork(get_engine()) as uow:
+        rows = outbox.list_endpoints(uow, client_name=client, limit=10_000)
+    views = [endpoint_view(r) for r in rows]
+    if as_json:
+        console.print_json(json.dumps([v.model_dump(mode="json") for v in views]))
+        return
+    table = Grid(title="webhook endpoints")
+    for column in ("id", "client", "url", "events", "alerts", "state", "old secret valid until"):
+        table.add_column(column)
+    for v in views:
+        table.add_row(v.id, v.client, v.url, "all" if v.events is None else ",".join(v.events),
+                      "yes" if v.alerts else "no", v.state,
+                      "" if v.previous_secret_expires_at is None
+                      else v.previous_secret_expires_at.isoformat(timespec="seconds"))
+    print_grid(console, table)
+
+
+@webhooks_app.command("rotate")
+@friendly
+def rotate(
+    endpoint_id: Annotated[int, typer.Argument(min=1, help="Endpoint id (custody webhooks "
+                                                           "endpoints).")],
+) -> None:
+    """A new signing secret (printed once); the old one stays valid, and deliveries carry both
+    signatures, for 24 hours."""
+    from api import outbox
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+
+    with UnitOfWork(get_engine()) as uow:
+        row, secret = outbox.rotate_endpoint(uow, endpoint_id, datetime.now(UTC))
+        uow.commit()
+    assert row.previous_secret_expires_at is not None
+    err_console.print(f"endpoint {row.id} of {row.client_name}: the old secret stays valid "
+                      f"until {row.previous_secret_expires_at.isoformat(timespec='seconds')}; "
+                      "new signing secret (shown once):", highlight=False, soft_wrap=True)
+    console.print(secret, highlight=False, markup=False, soft_wrap=True)
+
+
+@webhooks_app.command("disable")
+@friendly
+def disable(
+    endpoint_id: Annotated[int, typer.Argument(min=1, help="Endpoint id.")],
+) -> None:
+    """Send nothing more to the endpoint (its events stay in GET /v1/events; a replay does
+    not reach it)."""
+    from api import outbox
+    from config.database import get_engine
+    from config.uow import UnitOfWork
+
+    with UnitOfWork(get_engine()) as uow:
+        row = outbox.disable_endpoint(uow, endpoint_id, datetime.now(UTC))
+        uow.commit()
+    console.print(f"endpoint {row.id} of {row.client_name} disabled", highlight=False)
 
 
 @webhooks_app.command("replay")

@@ -233,6 +233,16 @@ BY_NAME: dict[str, tuple[str, Any]] = {
     "version": ("Row version: increases with every change of the balance.", 12),
     "withdrawal": ("The withdrawal.", None),
     "withdrawal_id": ("The withdrawal's id.", 9),
+    "has_more": ("True when items follow this page (then ``next_cursor`` fetches them).", False),
+    "data": ("The event's payload; its schema depends on ``type`` (the document's webhooks).",
+             None),
+    "next": ("What to do next.", None),
+    "history": ("The history row that wrote the event.", None),
+    "client": ("The API client's name.", "acme"),
+    "url": ("Where events are POSTed.", "https://hooks.example.com/custody"),
+    "alerts": ("True when the endpoint also receives the alert events.", False),
+    "rotated_at": ("When the signing secret was last rotated; null if never.", None),
+    "secret": ("The signing secret: shown in this answer only, store it.", None),
 }
 
 # "Schema.field" -> (description, example or None): where a name means something particular.
@@ -307,6 +317,11 @@ BY_SCHEMA: dict[str, tuple[str, Any]] = {
     "TreasuryAsset.block_number": ("The block the on-chain figures were read at.", 19_000_123),
     "User.created_at": ("When the user was registered.", TIME),
     "Withdrawal.to": ("Destination address of the withdrawal.", ADDRESS),
+    "AlertBody.type": ("The alert's event type.", "alert.case_opened"),
+    "DepositCaseAlertBody.type": ("The alert's event type.", "alert.deep_reorg"),
+    "DepositEventBody.type": ("The deposit event's type.", "deposit.credited"),
+    "WithdrawalEventBody.type": ("The withdrawal event's type.", "withdrawal.settled"),
+    "DepositCaseAlertData.kind": ("deep_reorg or unattributed_own_address.", "deep_reorg"),
 }
 
 

@@ -19,14 +19,18 @@ once and caches it:
   carries its chain and asset's configured bounds (``if``/``then`` conditions with patterns).
 - States are enums (``STATES``: the lifecycle's own values, which the tables' CHECKs hold too),
   and every field has a description, scalar fields an example (``api.field_docs``).
+
+``install_webhooks(app)`` adds the OpenAPI 3.1 ``webhooks`` section: one operation per event
+type (``api.schemas_events.EVENT_TYPES``), its request body the event's model, its headers
+the delivery's (docs/webhooks.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Header
 from fastapi.routing import APIRoute
 
 from api import error_codes, field_docs
@@ -73,6 +77,9 @@ _M = MovementState
 #: its table's CHECK allows them (tests/api/test_openapi_contract.py compares the two).
 STATES: dict[str, tuple[str, ...]] = {
     "Deposit.state": tuple(DepositState),
+    "EventDeposit.state": tuple(DepositState),
+    "EventDepositHistory.state": tuple(DepositState),
+    "EventWithdrawal.state": tuple(WithdrawalState),
     "DepositEvent.state": tuple(DepositState),
     "Withdrawal.state": tuple(WithdrawalState),
     "Sweep.state": (_M.PROPOSED, _M.WAITING_GAS, _M.READY, _M.SIGNING, _M.SIGNED, _M.BROADCAST,
@@ -269,6 +276,20 @@ def _describe_fields(schemas: dict[str, Any]) -> None:
                 value["examples"] = [example]
 
 
+def _webhook_answers(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """A webhook's responses are the receiver's: FastAPI's 422 (its own request validation)
+    does not apply to them; its validation schemas go when nothing else refers to them."""
+    for item in doc.get("webhooks", {}).values():
+        for operation in item.values():
+            operation.get("responses", {}).pop("422", None)
+    text = str({k: v for k, v in doc.items() if k != "components"}) + str(
+        {k: v for k, v in schemas.items() if k not in ("HTTPValidationError", "ValidationError")})
+    if "#/components/schemas/HTTPValidationError" not in text:
+        schemas.pop("HTTPValidationError", None)
+        if "#/components/schemas/ValidationError" not in text:
+            schemas.pop("ValidationError", None)
+
+
 def refine(doc: dict[str, Any], chains: ChainsConfig | None,
            withdrawals: WithdrawalsConfig | None = None) -> dict[str, Any]:
     """Refine FastAPI's document in place (see the module's docstring); returns it."""
@@ -278,6 +299,7 @@ def refine(doc: dict[str, Any], chains: ChainsConfig | None,
         _refine_responses(operation, idempotent)
         _dedupe_tags(operation)
     schemas = doc.get("components", {}).get("schemas", {})
+    _webhook_answers(doc, schemas)
     _describe_fields(schemas)
     _withdrawal_bounds(schemas, withdrawals)
     for name in _request_schemas(doc):
@@ -312,3 +334,49 @@ def install(app: FastAPI, chains: ChainsConfig | None,
 
     app.openapi = openapi  # type: ignore[method-assign]
 
+
+
+WEBHOOK_NOTE = (
+    "\n\nPOSTed as JSON to every enabled endpoint subscribed to this type, signed: "
+    "`Custody-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.\" + body)>`; for "
+    "24 hours after a rotation a second `v1=` is made with the previous secret. Answer any 2xx "
+    "to acknowledge; anything else (or no answer within 10 s) is retried with backoff "
+    "(30 s doubling to 6 h, for about 3 days). Delivery is at least once: dedupe on `id`. "
+    "The same event is readable at `GET /v1/events/{event_id}`. See docs/webhooks.md.")
+
+
+def install_webhooks(app: FastAPI) -> None:
+    """Describe every event type in the document's ``webhooks`` (one operation each, named
+    after its type, its body the event's model: ``api.schemas_events.body_model``)."""
+    from api.schemas_events import EVENT_TYPES, body_model
+
+    for event_type, meaning in EVENT_TYPES.items():
+        model = body_model(event_type)
+        name = "webhook_" + event_type.replace(".", "_")
+
+        def receive(body: Any, custody_signature: Any, custody_event_id: Any,
+                    custody_event_type: Any, custody_timestamp: Any,
+                    custody_delivery_attempt: Any) -> None:
+            """Documentation only: the engine sends these; it serves no such route."""
+
+        receive.__annotations__ = {
+            "body": model,
+            "custody_signature": Annotated[str, Header(
+                alias="Custody-Signature", description="`t=<unix seconds>,v1=<hex>` "
+                "(two `v1` during the 24 hours after a rotation).")],
+            "custody_event_id": Annotated[str, Header(
+                alias="Custody-Event-Id", description="The event's id (dedupe on it).")],
+            "custody_event_type": Annotated[str, Header(
+                alias="Custody-Event-Type", description="The event's type.")],
+            "custody_timestamp": Annotated[str, Header(
+                alias="Custody-Timestamp", description="Unix seconds, as in the signature.")],
+            "custody_delivery_attempt": Annotated[str, Header(
+                alias="Custody-Delivery-Attempt", description="1 for the first attempt.")],
+            "return": None,
+        }
+        receive.__name__ = name
+        app.webhooks.add_api_route(
+            event_type, receive, methods=["POST"], name=name, operation_id=name,
+            summary=meaning,
+            description=meaning + WEBHOOK_NOTE, tags=["webhooks"],
+            responses={200: {"description": "Any 2xx acknowledges the delivery."}})

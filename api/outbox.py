@@ -9,7 +9,15 @@ database transaction as the change they describe. This module delivers them:
   Two workers never send the same delivery at once; a worker killed mid-send leaves the
   delivery due again when its lease ends (at least once: receivers dedupe by event id).
 - Signatures: ``Custody-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>``
-  with the client's secret; ``verify_signature`` is what a receiver runs.
+  with the endpoint's secret; ``verify_signature`` is what a receiver runs. For 24 hours after a
+  rotation (``rotate_endpoint``) the header carries a second ``v1=`` made with the old secret
+  (``t=...,v1=<new>,v1=<old>``): a receiver still on the old secret keeps verifying.
+- Payloads: ``event_body`` renders an event in the version it was written in (``version`` 2:
+  the API's shapes, ``api.schemas_events``; 1: the first flat shape, byte for byte as it was
+  delivered then).
+- Endpoints: several per client, each subscribed to all event types or to chosen ones
+  (``event_types``), managed here (``create_endpoint``, ``rotate_endpoint``,
+  ``disable_endpoint``) for the CLI and the admin API.
 - Retries: ``RETRY_DELAYS_S`` (30 s doubling to a 6 h cap) spans more than 3 days; after the
   last one the delivery is ``failed`` and only ``replay`` sends it again.
 
@@ -32,9 +40,13 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import Connection, Engine
 
+from api.problems import ApiError
 from api.repository import clients as clients_repo
 from api.repository import outbox as repo
 from api.repository.outbox import AttemptLog, DueDelivery
+from api.repository.outbox import EndpointRow as EndpointRow  # re-exported for the routes
+from api.repository.outbox import StoredEvent as StoredEvent  # re-exported for the routes
+from api.schemas_events import EVENT_TYPES
 from config.errors import CustodyError
 from config.uow import UnitOfWork
 
@@ -77,10 +89,43 @@ class WebhookEndpointInvalid(CustodyError):
     code = "webhook_endpoint_invalid"
 
 
-class ClientNotFound(CustodyError):
+class ClientNotFound(ApiError):
     """No API client has that name."""
 
     code = "client_not_found"
+    status = 404
+
+
+class WebhookEndpointNotFound(ApiError):
+    """No webhook endpoint has that id."""
+
+    code = "webhook_endpoint_not_found"
+    status = 404
+
+
+class EventNotFound(ApiError):
+    """No event has that id (or it is another client's)."""
+
+    code = "event_not_found"
+    status = 404
+
+
+#: How long the secret before a rotation stays valid (deliveries are signed with both).
+ROTATION_OVERLAP = timedelta(hours=24)
+
+
+def check_event_types(types: Sequence[str] | None) -> list[str] | None:
+    """The event types an endpoint subscribes to, deduplicated and sorted (None: all);
+    WebhookEndpointInvalid for an unknown one."""
+    if types is None:
+        return None
+    unknown = sorted(set(types) - set(EVENT_TYPES))
+    if unknown:
+        raise WebhookEndpointInvalid(
+            f"unknown event types: {', '.join(unknown)[:300]} (known: docs/webhooks.md)")
+    if not types:
+        raise WebhookEndpointInvalid("subscribe to at least one event type (or to all)")
+    return sorted(set(types))
 
 
 # --- signing ---------------------------------------------------------------------------------
@@ -88,14 +133,25 @@ class ClientNotFound(CustodyError):
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
     """The signature header value for ``body`` sent at ``timestamp`` (unix seconds)."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"t={timestamp},v1={mac.hexdigest()}"
+    return f"t={timestamp},v1={_mac(secret, timestamp, body)}"
+
+
+def _mac(secret: str, timestamp: int, body: bytes) -> str:
+    return hmac.new(secret.encode(), f"{timestamp}.".encode() + body,
+                    hashlib.sha256).hexdigest()
+
+
+def signature_header(secrets_: Sequence[str], timestamp: int, body: bytes) -> str:
+    """``t=<timestamp>`` and one ``v1=`` per secret (the current one first): two during the
+    overlap after a rotation, one otherwise."""
+    return ",".join([f"t={timestamp}", *(f"v1={_mac(s, timestamp, body)}" for s in secrets_)])
 
 
 def verify_signature(secret: str, header: str, body: bytes, *, now: float | None = None,
                      tolerance_s: int = 300) -> bool:
-    """What a receiver checks: a ``v1`` HMAC of ``"<t>." + body`` under ``secret`` and a
-    timestamp within ``tolerance_s`` of ``now`` (replayed captures are refused)."""
+    """What a receiver checks: a ``v1`` HMAC of ``"<t>." + body`` under ``secret`` (any of the
+    header's ``v1`` values) and a timestamp within ``tolerance_s`` of ``now`` (replayed
+    captures are refused)."""
     parts: dict[str, list[str]] = {}
     for item in header.split(","):
         key, _, value = item.strip().partition("=")
@@ -106,16 +162,27 @@ def verify_signature(secret: str, header: str, body: bytes, *, now: float | None
         return False
     if abs((time.time() if now is None else now) - timestamp) > tolerance_s:
         return False
-    expected = sign(secret, timestamp, body).split("v1=", 1)[1]
+    expected = _mac(secret, timestamp, body)
     return any(hmac.compare_digest(expected, given) for given in parts.get("v1", []))
 
 
+def event_document(event_id: str, event_type: str, created_at: datetime,
+                   payload: dict[str, Any], version: int = 1) -> dict[str, Any]:
+    """The event as delivered and listed: ``id``, ``type``, ``created_at``, ``data`` and,
+    from version 2 on, ``version`` (version 1 events render exactly as they were delivered)."""
+    document: dict[str, Any] = {"id": event_id, "type": event_type,
+                                "created_at": created_at.astimezone(UTC).isoformat(),
+                                "data": payload}
+    if version >= 2:
+        document["version"] = version
+    return document
+
+
 def event_body(event_id: str, event_type: str, created_at: datetime,
-               payload: dict[str, Any]) -> bytes:
+               payload: dict[str, Any], version: int = 1) -> bytes:
     """The delivered JSON (deterministic: the same bytes on every attempt and replay)."""
-    document = {"id": event_id, "type": event_type,
-                "created_at": created_at.astimezone(UTC).isoformat(), "data": payload}
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(event_document(event_id, event_type, created_at, payload, version),
+                      sort_keys=True, separators=(",", ":")).encode()
 
 
 # --- endpoints -------------------------------------------------------------------------------
@@ -130,24 +197,118 @@ class Endpoint:
     url: str
     secret: str
     alerts: bool
+    event_types: list[str] | None = None
+
+
+def _check_endpoint(url: str, secret: str | None) -> str:
+    if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+        raise WebhookEndpointInvalid(f"not an http(s) URL: {url[:200]!r}")
+    if len(url) > 2000:
+        raise WebhookEndpointInvalid("the URL is longer than 2000 characters")
+    secret = secret or new_secret()
+    if not 32 <= len(secret) <= 200:
+        raise WebhookEndpointInvalid("the signing secret must have 32 to 200 characters")
+    return secret
+
+
+def new_secret() -> str:
+    """A new signing secret."""
+    return "whsec_" + secrets.token_hex(32)
 
 
 def set_endpoint(engine: Engine, client_name: str, url: str, *, alerts: bool = False,
-                 secret: str | None = None) -> Endpoint:
-    """Set (or replace) the webhook URL of an existing client; a new secret is generated
-    unless one is given. Returns the endpoint with its secret (show it to the client once)."""
-    if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
-        raise WebhookEndpointInvalid(f"not an http(s) URL: {url!r}")
-    secret = secret or "whsec_" + secrets.token_hex(32)
-    if len(secret) < 32:
-        raise WebhookEndpointInvalid("the signing secret must have at least 32 characters")
+                 secret: str | None = None,
+                 event_types: Sequence[str] | None = None) -> Endpoint:
+    """Set (or replace) the webhook URL of an existing client (its newest endpoint, or a first
+    one), subscribed to ``event_types`` (None: all); a new secret is generated unless one is
+    given. Returns the endpoint with its secret (show it to the client once)."""
+    secret = _check_endpoint(url, secret)
+    types = check_event_types(event_types)
     with UnitOfWork(engine) as uow:
         client_id = clients_repo.client_id(uow.conn, client_name)
         if client_id is None:
             raise ClientNotFound(f"no API client named {client_name!r}")
-        endpoint_id = repo.upsert_endpoint(uow.conn, client_id, url, secret, alerts)
+        endpoint_id = repo.set_client_endpoint(uow.conn, client_id, url, secret, alerts, types)
         uow.commit()
-    return Endpoint(endpoint_id, client_name, url, secret, alerts)
+    return Endpoint(endpoint_id, client_name, url, secret, alerts, types)
+
+
+def create_endpoint(uow: UnitOfWork, client_name: str, url: str, *, alerts: bool = False,
+                    event_types: Sequence[str] | None = None) -> tuple[EndpointRow, str]:
+    """A new endpoint of ``client_name`` (besides its others) and its secret; the caller
+    commits."""
+    secret = _check_endpoint(url, None)
+    types = check_event_types(event_types)
+    client_id = clients_repo.client_id(uow.conn, client_name)
+    if client_id is None:
+        raise ClientNotFound(f"no API client named {client_name!r}")
+    endpoint_id = repo.insert_endpoint(uow.conn, client_id, url, secret, alerts, types)
+    row = repo.get_endpoint(uow.conn, endpoint_id)
+    assert row is not None
+    return row, secret
+
+
+def get_endpoint(uow: UnitOfWork, endpoint_id: int) -> EndpointRow:
+    """One endpoint, or WebhookEndpointNotFound."""
+    row = repo.get_endpoint(uow.conn, endpoint_id)
+    if row is None:
+        raise WebhookEndpointNotFound(f"no webhook endpoint {endpoint_id}")
+    return row
+
+
+def list_endpoints(uow: UnitOfWork, *, client_name: str | None = None,
+                   after_id: int | None = None, limit: int = 100) -> list[EndpointRow]:
+    """Endpoints by id (oldest first), after ``after_id``, of one client if given."""
+    return repo.list_endpoints(uow.conn, client_name=client_name, after_id=after_id,
+                               limit=limit)
+
+
+def rotate_endpoint(uow: UnitOfWork, endpoint_id: int, now: datetime) -> tuple[EndpointRow, str]:
+    """A new signing secret for the endpoint; the old one stays valid, and deliveries are
+    signed with both, until ``now + ROTATION_OVERLAP``. The caller commits. Refused
+    (WebhookEndpointInvalid) for a disabled endpoint."""
+    # The endpoint's row lock: two rotations at once would both keep the same old secret.
+    row = repo.get_endpoint(uow.conn, endpoint_id, lock=True)
+    if row is None:
+        raise WebhookEndpointNotFound(f"no webhook endpoint {endpoint_id}")
+    if row.disabled_at is not None:
+        raise WebhookEndpointInvalid(f"webhook endpoint {endpoint_id} is disabled")
+    secret = new_secret()
+    repo.rotate_secret(uow.conn, endpoint_id, secret, now, now + ROTATION_OVERLAP)
+    rotated = repo.get_endpoint(uow.conn, endpoint_id)
+    assert rotated is not None
+    return rotated, secret
+
+
+def disable_endpoint(uow: UnitOfWork, endpoint_id: int, now: datetime) -> EndpointRow:
+    """Stop sending to the endpoint (its pending deliveries stay unsent; the log is kept).
+    Disabling a disabled endpoint changes nothing. The caller commits."""
+    if repo.get_endpoint(uow.conn, endpoint_id, lock=True) is None:
+        raise WebhookEndpointNotFound(f"no webhook endpoint {endpoint_id}")
+    repo.disable_endpoint(uow.conn, endpoint_id, now)
+    row = repo.get_endpoint(uow.conn, endpoint_id)
+    assert row is not None
+    return row
+
+
+# --- the events API --------------------------------------------------------------------------
+
+
+def list_events(uow: UnitOfWork, *, client_id: int | None, types: Sequence[str],
+                since: datetime | None, until: datetime | None, before_id: int | None,
+                limit: int) -> list[StoredEvent]:
+    """Events newest first, before ``before_id``; of one client when ``client_id`` is given
+    (else every event), of ``types`` unless empty, created in [``since``, ``until``)."""
+    return repo.list_events(uow.conn, client_id=client_id, types=types, since=since,
+                            until=until, before_id=before_id, limit=limit)
+
+
+def get_event(uow: UnitOfWork, event_id: str, *, client_id: int | None) -> StoredEvent:
+    """One event; EventNotFound when unknown or, with ``client_id``, another client's."""
+    found = repo.get_event(uow.conn, event_id)
+    if found is None or (client_id is not None and found[1] != client_id):
+        raise EventNotFound(f"no event {event_id}")
+    return found[0]
 
 
 # --- delivery --------------------------------------------------------------------------------
@@ -179,9 +340,10 @@ def _claim(engine: Engine, now: datetime, batch_max: int, lease_s: float) -> lis
 def _send(http: httpx.Client, c: DueDelivery, clock: Callable[[], float]) -> tuple[int | None,
                                                                                      str | None]:
     timestamp = int(clock())
-    body = event_body(c.event_id, c.event_type, c.created_at, c.payload)
+    body = event_body(c.event_id, c.event_type, c.created_at, c.payload, c.version)
+    signing = [c.secret] if c.previous_secret is None else [c.secret, c.previous_secret]
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
-               SIGNATURE_HEADER: sign(c.secret, timestamp, body),
+               SIGNATURE_HEADER: signature_header(signing, timestamp, body),
                EVENT_ID_HEADER: c.event_id, EVENT_TYPE_HEADER: c.event_type,
                TIMESTAMP_HEADER: str(timestamp), ATTEMPT_HEADER: str(c.attempt_no)}
     try:

@@ -27,6 +27,8 @@ class Received:
     signature_valid: bool
     body: bytes
     status: int
+    #: The ``Custody-Signature`` header as received.
+    signature: str = ""
 
     @property
     def document(self) -> dict[str, Any]:
@@ -62,7 +64,8 @@ class WebhookReceiver:
                     status = 500 if failing else (204 if valid else 400)
                     receiver.requests.append(Received(
                         self.headers.get(EVENT_ID_HEADER, ""),
-                        self.headers.get("Custody-Event-Type", ""), valid, body, status))
+                        self.headers.get("Custody-Event-Type", ""), valid, body, status,
+                        self.headers.get(SIGNATURE_HEADER, "")))
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

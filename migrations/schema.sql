@@ -1325,6 +1325,27 @@ $$;
 ALTER FUNCTION public.ledger_write_gate() OWNER TO CURRENT_USER;
 
 --
+-- Name: outbox_amount(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_amount(minor numeric, scale integer) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE
+    WHEN minor IS NULL OR scale IS NULL THEN NULL
+    WHEN scale = 0 THEN jsonb_build_object('minor', minor::text, 'decimal', minor::text)
+    ELSE jsonb_build_object('minor', minor::text, 'decimal',
+      (CASE WHEN minor < 0 THEN '-' ELSE '' END)
+      || left(right(repeat('0', scale + 1) || abs(minor)::text,
+                    greatest(length(abs(minor)::text), scale + 1)), -scale)
+      || '.' || right(repeat('0', scale) || abs(minor)::text, scale))
+  END
+$$;
+
+
+ALTER FUNCTION public.outbox_amount(minor numeric, scale integer) OWNER TO CURRENT_USER;
+
+--
 -- Name: outbox_decimal(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -1355,18 +1376,21 @@ DECLARE
   d record;
 BEGIN
   SELECT dep.id, dep.user_id, dep.chain, dep.tx_hash, dep.position, dep.asset_code,
-         dep.amount_minor, u.client_id
+         dep.amount_minor, u.client_id, a.scale
     INTO d
     FROM deposits dep LEFT JOIN api_users u ON u.id = dep.user_id
+    LEFT JOIN assets a ON a.code = dep.asset_code
    WHERE dep.id = NEW.deposit_id;
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  -- Payload version 2: the amount as {"minor", "decimal"} (api/schemas_events.py).
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
+                             version)
   VALUES ('evt_case_' || NEW.id, 'alert.' || NEW.kind, d.client_id, d.user_id,
           'deposit:' || d.id,
           jsonb_build_object(
             'case_id', NEW.id::text, 'kind', NEW.kind, 'deposit_id', d.id::text,
             'user_id', d.user_id, 'chain', d.chain, 'tx_hash', d.tx_hash,
             'position', d.position, 'asset', d.asset_code,
-            'amount_minor', d.amount_minor::text,
+            'amount', outbox_amount(d.amount_minor, d.scale),
             'ledger_transaction_id', NEW.ledger_transaction_id::text,
             'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at,
             -- What an operator does next (every alert says it: api.outbox.raise_alert).
@@ -1380,7 +1404,7 @@ BEGIN
                 || 'custody timeline ' || d.chain || ' ' || d.tx_hash || ', then resolve case '
                 || NEW.id || ' (reverse the credit if the deposit is gone)'
             END),
-          NEW.opened_at);
+          NEW.opened_at, 2);
   RETURN NULL;
 END
 $$;
@@ -1418,20 +1442,28 @@ BEGIN
   IF d.user_id IS NULL THEN
     RETURN NULL;
   END IF;
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  -- Payload version 2 (docs/webhooks.md): the deposit and the history row under the names of
+  -- the API's Deposit and DepositEvent, ids as strings, the amount as {"minor", "decimal"}.
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
+                             version)
   VALUES ('evt_dep_' || NEW.id, kind, d.client_id, d.user_id, 'deposit:' || d.id,
           jsonb_build_object(
-            'deposit_id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
-            'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
-            'from', d.from_address, 'to', d.to_address, 'asset', d.asset_code,
-            'amount_minor', d.amount_minor::text,
-            'amount', outbox_decimal(d.amount_minor, d.scale),
-            'state', NEW.state, 'event', NEW.event, 'reason', NEW.reason,
-            'block_number', NEW.block_number::text, 'block_hash', NEW.block_hash,
-            'confirmations', NEW.confirmations, 'rule', NEW.rule,
-            'ledger_transaction_id', NEW.ledger_transaction_id::text,
-            'observed_at', NEW.observed_at),
-          NEW.recorded_at);
+            'deposit', jsonb_build_object(
+              'id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
+              'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
+              'from_address', d.from_address, 'to_address', d.to_address,
+              'asset', d.asset_code,
+              'amount', outbox_amount(d.amount_minor, d.scale),
+              'state', NEW.state, 'block_number', NEW.block_number,
+              'confirmations', NEW.confirmations,
+              'ledger_transaction_id', NEW.ledger_transaction_id::text),
+            'history', jsonb_build_object(
+              'id', NEW.id::text, 'event', NEW.event, 'state', NEW.state,
+              'block_number', NEW.block_number, 'block_hash', NEW.block_hash,
+              'confirmations', NEW.confirmations, 'rule', NEW.rule, 'reason', NEW.reason,
+              'ledger_transaction_id', NEW.ledger_transaction_id::text,
+              'observed_at', NEW.observed_at, 'recorded_at', NEW.recorded_at)),
+          NEW.recorded_at, 2);
   RETURN NULL;
 END
 $$;
@@ -1452,6 +1484,7 @@ BEGIN
     FROM webhook_endpoints e
    WHERE e.disabled_at IS NULL
      AND (e.client_id = NEW.client_id OR (NEW.type LIKE 'alert.%' AND e.alerts))
+     AND (e.event_types IS NULL OR NEW.type = ANY (e.event_types))
   ON CONFLICT (event_id, endpoint_id) DO NOTHING;
   RETURN NULL;
 END
@@ -1640,21 +1673,26 @@ BEGIN
   IF v_type IS NULL THEN
     RETURN;
   END IF;
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  -- Payload version 2 (docs/webhooks.md): the withdrawal and the history row under the names
+  -- of the API's Withdrawal and WithdrawalEvent, ids as strings, amounts {"minor", "decimal"}.
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
+                             version)
   SELECT 'evt_wd_' || e.id, v_type, u.client_id, w.user_id, 'withdrawal:' || w.id,
          jsonb_build_object(
-           'withdrawal_id', w.id::text, 'user_id', w.user_id, 'request_key', w.request_key,
-           'chain', w.chain, 'asset', w.asset_code, 'token', w.token,
-           'destination', w.destination,
-           'amount_minor', w.amount_minor::text,
-           'amount', outbox_decimal(w.amount_minor, s.scale),
-           'fee_minor', w.fee_minor::text, 'fee', outbox_decimal(w.fee_minor, s.scale),
-           'fee_max_minor', w.fee_max_minor::text,
-           'state', e.to_state, 'from_state', e.from_state, 'event', e.event,
-           'reason', e.reason, 'tx_hash', p_tx_hash,
-           'ledger_transaction_id', e.ledger_transaction_id::text,
-           'occurred_at', e.occurred_at),
-         e.recorded_at
+           'withdrawal', jsonb_build_object(
+             'id', w.id::text, 'user_id', w.user_id, 'request_key', w.request_key,
+             'state', e.to_state, 'state_reason', e.reason,
+             'chain', w.chain, 'asset', w.asset_code, 'token', w.token, 'to', w.destination,
+             'amount', outbox_amount(w.amount_minor, s.scale),
+             'fee', outbox_amount(w.fee_minor, s.scale),
+             'fee_max', outbox_amount(w.fee_max_minor, s.scale),
+             'tx_hash', p_tx_hash),
+           'history', jsonb_build_object(
+             'id', e.id::text, 'event', e.event, 'from_state', e.from_state,
+             'to_state', e.to_state, 'reason', e.reason,
+             'ledger_transaction_id', e.ledger_transaction_id::text,
+             'occurred_at', e.occurred_at)),
+         e.recorded_at, 2
     FROM (VALUES (1)) one
     LEFT JOIN api_users u ON u.id = w.user_id
     LEFT JOIN assets s ON s.code = w.asset_code;
@@ -3594,9 +3632,11 @@ CREATE TABLE public.outbox_events (
     subject text NOT NULL,
     payload jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    version smallint DEFAULT 2 NOT NULL,
     CONSTRAINT outbox_events_event_id_check CHECK ((event_id ~ '^evt_[a-z0-9_]{1,120}$'::text)),
     CONSTRAINT outbox_events_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert)\.[a-z_]{1,40}$'::text))
+    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert)\.[a-z_]{1,40}$'::text)),
+    CONSTRAINT outbox_events_version_check CHECK ((version = ANY (ARRAY[1, 2])))
 );
 
 
@@ -3635,6 +3675,13 @@ COMMENT ON COLUMN public.outbox_events.subject IS 'What it is about: deposit:<id
 --
 
 COMMENT ON COLUMN public.outbox_events.payload IS 'The event data; amounts are strings.';
+
+
+--
+-- Name: COLUMN outbox_events.version; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.version IS 'Payload version: 1 (before 0026: flat, amount_minor/amount), 2 (the API''s shapes: docs/webhooks.md). An event is always rendered in the version it was written in.';
 
 
 --
@@ -4486,6 +4533,13 @@ CREATE TABLE public.webhook_endpoints (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     disabled_at timestamp with time zone,
+    event_types text[],
+    previous_secret text,
+    previous_secret_expires_at timestamp with time zone,
+    rotated_at timestamp with time zone,
+    CONSTRAINT webhook_endpoints_event_types_check CHECK (((event_types IS NULL) OR ((cardinality(event_types) >= 1) AND (cardinality(event_types) <= 100)))),
+    CONSTRAINT webhook_endpoints_previous_secret_check CHECK (((length(previous_secret) >= 32) AND (length(previous_secret) <= 200))),
+    CONSTRAINT webhook_endpoints_previous_secret_pair CHECK (((previous_secret IS NULL) = (previous_secret_expires_at IS NULL))),
     CONSTRAINT webhook_endpoints_secret_check CHECK (((length(secret) >= 32) AND (length(secret) <= 200))),
     CONSTRAINT webhook_endpoints_url_check CHECK (((url ~ '^https?://[^[:space:]]+$'::text) AND (length(url) <= 2000)))
 );
@@ -4512,6 +4566,20 @@ COMMENT ON COLUMN public.webhook_endpoints.secret IS 'Signing secret shared with
 --
 
 COMMENT ON COLUMN public.webhook_endpoints.alerts IS 'Also receive alert.* events (operators): alerts that concern no client go only here.';
+
+
+--
+-- Name: COLUMN webhook_endpoints.event_types; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.webhook_endpoints.event_types IS 'The event types this endpoint receives (NULL: all of them; alerts still need alerts).';
+
+
+--
+-- Name: COLUMN webhook_endpoints.previous_secret; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.webhook_endpoints.previous_secret IS 'The secret before the last rotation: deliveries are signed with both until previous_secret_expires_at (24 hours after the rotation).';
 
 
 --
@@ -5766,14 +5834,6 @@ ALTER TABLE ONLY public.webhook_deliveries
 
 
 --
--- Name: webhook_endpoints webhook_endpoints_client_id_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.webhook_endpoints
-    ADD CONSTRAINT webhook_endpoints_client_id_key UNIQUE (client_id);
-
-
---
 -- Name: webhook_endpoints webhook_endpoints_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6037,6 +6097,13 @@ CREATE INDEX outbox_events_client_idx ON public.outbox_events USING btree (clien
 
 
 --
+-- Name: outbox_events_created_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX outbox_events_created_idx ON public.outbox_events USING btree (created_at, id);
+
+
+--
 -- Name: outgoing_attempts_cold_attempt_no; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6125,6 +6192,13 @@ CREATE INDEX webhook_attempts_delivery_idx ON public.webhook_attempts USING btre
 --
 
 CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+
+--
+-- Name: webhook_endpoints_client_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX webhook_endpoints_client_idx ON public.webhook_endpoints USING btree (client_id, id);
 
 
 --

@@ -16,14 +16,88 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 
-def upsert_endpoint(conn: Connection, client: int, url: str, secret: str, alerts: bool) -> int:
-    """Set (or replace, and re-enable) the client's endpoint; its id."""
+def set_client_endpoint(conn: Connection, client: int, url: str, secret: str, alerts: bool,
+                        event_types: Sequence[str] | None) -> int:
+    """Set (or replace, and re-enable) the client's newest endpoint, or create its first; its
+    id. What ``custody webhooks endpoint`` does (the admin API creates new endpoints)."""
+    updated = conn.execute(sa.text(
+        "UPDATE webhook_endpoints SET url = :u, secret = :s, alerts = :a, event_types = :t, "
+        "updated_at = now(), disabled_at = NULL, previous_secret = NULL, "
+        "previous_secret_expires_at = NULL WHERE id = (SELECT max(id) FROM webhook_endpoints "
+        "WHERE client_id = :c) RETURNING id"),
+        {"c": client, "u": url, "s": secret, "a": alerts,
+         "t": None if event_types is None else list(event_types)}).scalar()
+    if updated is not None:
+        return int(updated)
+    return insert_endpoint(conn, client, url, secret, alerts, event_types)
+
+
+def insert_endpoint(conn: Connection, client: int, url: str, secret: str, alerts: bool,
+                    event_types: Sequence[str] | None) -> int:
+    """A new endpoint of the client; its id."""
     return int(conn.execute(sa.text(
-        "INSERT INTO webhook_endpoints (client_id, url, secret, alerts) "
-        "VALUES (:c, :u, :s, :a) ON CONFLICT (client_id) DO UPDATE SET url = EXCLUDED.url, "
-        "secret = EXCLUDED.secret, alerts = EXCLUDED.alerts, updated_at = now(), "
-        "disabled_at = NULL RETURNING id"),
-        {"c": client, "u": url, "s": secret, "a": alerts}).scalar_one())
+        "INSERT INTO webhook_endpoints (client_id, url, secret, alerts, event_types) "
+        "VALUES (:c, :u, :s, :a, :t) RETURNING id"),
+        {"c": client, "u": url, "s": secret, "a": alerts,
+         "t": None if event_types is None else list(event_types)}).scalar_one())
+
+
+@dataclass(frozen=True)
+class EndpointRow:
+    """A stored endpoint, without its secrets."""
+
+    id: int
+    client_name: str
+    url: str
+    alerts: bool
+    event_types: list[str] | None
+    created_at: datetime
+    updated_at: datetime
+    disabled_at: datetime | None
+    rotated_at: datetime | None
+    previous_secret_expires_at: datetime | None
+
+
+_ENDPOINT_COLUMNS = ("e.id, c.name, e.url, e.alerts, e.event_types, e.created_at, e.updated_at, "
+                     "e.disabled_at, e.rotated_at, e.previous_secret_expires_at")
+
+
+def list_endpoints(conn: Connection, *, client_name: str | None, after_id: int | None,
+                   limit: int) -> list[EndpointRow]:
+    """Endpoints by id (oldest first), after ``after_id``, of one client if given."""
+    rows = conn.execute(sa.text(
+        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints e "
+        "JOIN api_clients c ON c.id = e.client_id "
+        "WHERE (CAST(:client AS text) IS NULL OR c.name = :client) "
+        "AND e.id > coalesce(CAST(:after AS bigint), 0) ORDER BY e.id LIMIT :n"),
+        {"client": client_name, "after": after_id, "n": limit}).all()
+    return [EndpointRow(*r) for r in rows]
+
+
+def get_endpoint(conn: Connection, endpoint_id: int, *, lock: bool = False) -> EndpointRow | None:
+    """One endpoint (its row locked FOR UPDATE with ``lock``)."""
+    row = conn.execute(sa.text(
+        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints e "
+        "JOIN api_clients c ON c.id = e.client_id WHERE e.id = :id"
+        + (" FOR UPDATE OF e" if lock else "")), {"id": endpoint_id}).first()
+    return None if row is None else EndpointRow(*row)
+
+
+def rotate_secret(conn: Connection, endpoint_id: int, secret: str, now: datetime,
+                  overlap_until: datetime) -> None:
+    """The new secret; the current one stays valid (signing too) until ``overlap_until``. A
+    rotation during an overlap drops the oldest secret (two at most)."""
+    conn.execute(sa.text(
+        "UPDATE webhook_endpoints SET previous_secret = secret, "
+        "previous_secret_expires_at = :until, secret = :s, rotated_at = :now, updated_at = :now "
+        "WHERE id = :id"), {"id": endpoint_id, "s": secret, "now": now, "until": overlap_until})
+
+
+def disable_endpoint(conn: Connection, endpoint_id: int, now: datetime) -> None:
+    """Stop deliveries to the endpoint (kept for the log); its pending deliveries are not sent."""
+    conn.execute(sa.text(
+        "UPDATE webhook_endpoints SET disabled_at = coalesce(disabled_at, :now), "
+        "updated_at = :now WHERE id = :id"), {"id": endpoint_id, "now": now})
 
 
 @dataclass(frozen=True)
@@ -38,27 +112,34 @@ class DueDelivery:
     event_type: str
     created_at: datetime
     payload: dict[str, Any]
+    version: int = 1
+    #: The secret before a rotation, while it is still valid (then both sign).
+    previous_secret: str | None = None
 
 
 def claim_due(conn: Connection, now: datetime, batch_max: int,
               lease_until: datetime) -> list[DueDelivery]:
-    """Up to ``batch_max`` deliveries due at ``now``, each counted as one more attempt and moved
-    to ``lease_until``. SKIP LOCKED: two workers never claim the same delivery; once committed,
-    a crashed worker's claim expires at the end of its lease."""
+    """Up to ``batch_max`` deliveries due at ``now`` (to enabled endpoints), each counted as
+    one more attempt and moved to ``lease_until``. SKIP LOCKED: two workers never claim the
+    same delivery; once committed, a crashed worker's claim expires at the end of its
+    lease."""
     rows = conn.execute(sa.text(
         "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' "
-        "  AND next_attempt_at <= :now ORDER BY next_attempt_at, id LIMIT :n "
+        "  AND next_attempt_at <= :now AND endpoint_id IN (SELECT id FROM webhook_endpoints "
+        "  WHERE disabled_at IS NULL) ORDER BY next_attempt_at, id LIMIT :n "
         "  FOR UPDATE SKIP LOCKED), "
         "c AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, "
         "  next_attempt_at = :lease, first_attempt_at = coalesce(d.first_attempt_at, :now) "
         "  FROM due WHERE d.id = due.id RETURNING d.id, d.attempts, d.event_id, "
         "  d.endpoint_id) "
         "SELECT c.id, c.attempts, e.url, e.secret, o.event_id, o.type, o.created_at, "
-        "  o.payload FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id "
+        "  o.payload, o.version, CASE WHEN e.previous_secret_expires_at > :now "
+        "  THEN e.previous_secret END AS previous_secret "
+        "  FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id "
         "  JOIN outbox_events o ON o.id = c.event_id ORDER BY o.id"),
         {"now": now, "n": batch_max, "lease": lease_until}).all()
     return [DueDelivery(r.id, r.attempts, r.url, r.secret, r.event_id, r.type, r.created_at,
-                        r.payload) for r in rows]
+                        r.payload, r.version, r.previous_secret) for r in rows]
 
 
 def record_attempt(conn: Connection, *, delivery_id: int, attempt_no: int, outcome: str,
@@ -105,7 +186,8 @@ def queue_replay(conn: Connection, *, event_ids: Sequence[str], client_name: str
     rows = conn.execute(sa.text(
         "WITH targets AS (SELECT o.id AS event_id, e.id AS endpoint_id "
         "  FROM outbox_events o JOIN webhook_endpoints e ON e.disabled_at IS NULL AND "
-        "    (e.client_id = o.client_id OR (o.type LIKE 'alert.%' AND e.alerts)) "
+        "    (e.client_id = o.client_id OR (o.type LIKE 'alert.%' AND e.alerts)) AND "
+        "    (e.event_types IS NULL OR o.type = ANY (e.event_types)) "
         "  JOIN api_clients c ON c.id = e.client_id "
         "  LEFT JOIN webhook_deliveries d ON d.event_id = o.id AND d.endpoint_id = e.id "
         f"  WHERE {' AND '.join(where)} ORDER BY o.id LIMIT :limit), "
@@ -147,13 +229,16 @@ def delivery_log(conn: Connection, *, event_id: str | None, limit: int) -> list[
 
 def undelivered(conn: Connection) -> tuple[int, datetime | None, int]:
     """Deliveries still pending, the creation time of the oldest event among them, and
-    deliveries that gave up (failed). The pending ones are read through the partial index on
-    due deliveries."""
+    deliveries that gave up (failed), to enabled endpoints. The pending ones are read through
+    the partial index on due deliveries."""
+    # Deliveries to a disabled endpoint are never sent: they are not "undelivered" work.
     row = conn.execute(sa.text(
         "SELECT count(*), min(o.created_at), "
-        "(SELECT count(*) FROM webhook_deliveries f WHERE f.state = 'failed') "
-        "FROM webhook_deliveries d JOIN outbox_events o "
-        "ON o.id = d.event_id WHERE d.state = 'pending'")).one()
+        "(SELECT count(*) FROM webhook_deliveries f JOIN webhook_endpoints fe "
+        "  ON fe.id = f.endpoint_id AND fe.disabled_at IS NULL WHERE f.state = 'failed') "
+        "FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.event_id "
+        "JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.disabled_at IS NULL "
+        "WHERE d.state = 'pending'")).one()
     return int(row[0]), row[1], int(row[2])
 
 
@@ -167,3 +252,57 @@ def insert_alert(conn: Connection, event_id: str, kind: str, payload_json: str) 
         {"id": event_id, "type": f"alert.{kind}", "subject": f"alert:{kind}",
          "payload": payload_json}).first()
     return inserted is not None
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An outbox event as stored (rendered by ``api.outbox.event_document``)."""
+
+    id: int
+    event_id: str
+    type: str
+    created_at: datetime
+    payload: dict[str, Any]
+    version: int
+
+
+_EVENT_COLUMNS = "o.id, o.event_id, o.type, o.created_at, o.payload, o.version"
+
+
+def list_events(conn: Connection, *, client_id: int | None, types: Sequence[str],
+                since: datetime | None, until: datetime | None, before_id: int | None,
+                limit: int) -> list[StoredEvent]:
+    """Events newest first (by outbox id), before ``before_id``; of one client when
+    ``client_id`` is given (else all), of ``types`` when not empty, written at or after
+    ``since`` and before ``until``."""
+    where = ["TRUE"]
+    params: dict[str, Any] = {"n": limit}
+    if client_id is not None:
+        where.append("o.client_id = :client")
+        params["client"] = client_id
+    if types:
+        where.append("o.type = ANY (:types)")
+        params["types"] = list(types)
+    if since is not None:
+        where.append("o.created_at >= :since")
+        params["since"] = since
+    if until is not None:
+        where.append("o.created_at < :until")
+        params["until"] = until
+    if before_id is not None:
+        where.append("o.id < :before")
+        params["before"] = before_id
+    rows = conn.execute(sa.text(
+        f"SELECT {_EVENT_COLUMNS} FROM outbox_events o WHERE {' AND '.join(where)} "
+        "ORDER BY o.id DESC LIMIT :n"), params).all()
+    return [StoredEvent(*r) for r in rows]
+
+
+def get_event(conn: Connection, event_id: str) -> tuple[StoredEvent, int | None] | None:
+    """One event by its event id, with the client it belongs to."""
+    row = conn.execute(sa.text(
+        f"SELECT {_EVENT_COLUMNS}, o.client_id FROM outbox_events o WHERE o.event_id = :id"),
+        {"id": event_id}).first()
+    if row is None:
+        return None
+    return StoredEvent(*row[:6]), row[6]

@@ -76,11 +76,12 @@ def test_deposit_reorg_credit_withdrawal_settlement_and_signed_webhooks(
     assert receiver.requests and all(r.signature_valid for r in receiver.requests)
     accepted = receiver.accepted()
     settled = next(r for r in accepted.values() if r.event_type == "withdrawal.settled")
-    data_ = settled.document["data"]
-    assert (data_["amount"], data_["fee"], data_["user_id"]) == ("30", "0.4", story.users["bob"])
-    credited = [r.document["data"] for r in accepted.values()
+    data_ = settled.document["data"]["withdrawal"]
+    assert (data_["amount"]["decimal"], data_["fee"]["decimal"], data_["user_id"]) == (
+        "30.000000", "0.400000", story.users["bob"])
+    credited = [r.document["data"]["deposit"] for r in accepted.values()
                 if r.event_type == "deposit.credited"]
-    assert sorted(d["amount_minor"] for d in credited) == ["150000000", str(15 * 10**17)]
+    assert sorted(d["amount"]["minor"] for d in credited) == ["150000000", str(15 * 10**17)]
     with engine.connect() as conn:
         undelivered = conn.execute(sa.text(
             "SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'")).scalar()

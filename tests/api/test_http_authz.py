@@ -45,6 +45,29 @@ def _withdrawal(api: Api, amount: str = "30000000") -> int:
     return int(api.withdraw(user, amount)["id"])
 
 
+def _event(api: Api) -> str:
+    """The id of a fresh event of acme's (a withdrawal's)."""
+    withdrawal_id = _withdrawal(api)
+    with api.engine.connect() as conn:
+        return str(conn.execute(sa.text(
+            "SELECT event_id FROM outbox_events WHERE subject = :s"),
+            {"s": f"withdrawal:{withdrawal_id}"}).scalar_one())
+
+
+def _webhook_endpoint(api: Api) -> int:
+    """A fresh webhook endpoint of acme's."""
+    from api import outbox
+    from config.uow import UnitOfWork
+
+    with UnitOfWork(api.engine) as uow:
+        row, _ = outbox.create_endpoint(uow, "acme", "https://example.com/hooks")
+        uow.commit()
+    return row.id
+
+
+WEBHOOK = {"client": "acme", "url": "https://example.com/hooks"}
+
+
 def _tx(api: Api) -> int:
     user = api.funded_user("acme")
     return fund_transaction(api, user)
@@ -204,6 +227,23 @@ ENDPOINTS: dict[str, Endpoint] = {
         (403, 403, 403, 409, 403, 401), money=True),
     "list_refills": Endpoint("GET", lambda a: ("/v1/admin/refills", None),
                              (403, 403, 200, 200, 403, 401)),
+    "list_events": Endpoint("GET", lambda a: ("/v1/events", None),
+                            (200, 200, 200, 200, 403, 401)),
+    "get_event": Endpoint("GET", lambda a: (f"/v1/events/{_event(a)}", None),
+                          (200, 404, 200, 200, 403, 401)),
+    "create_endpoint": Endpoint("POST", lambda a: ("/v1/admin/webhook-endpoints", WEBHOOK),
+                                (403, 403, 403, 201, 403, 401), money=True),
+    "list_endpoints": Endpoint("GET", lambda a: ("/v1/admin/webhook-endpoints", None),
+                               (403, 403, 200, 200, 403, 401)),
+    "get_endpoint": Endpoint(
+        "GET", lambda a: (f"/v1/admin/webhook-endpoints/{_webhook_endpoint(a)}", None),
+        (403, 403, 200, 200, 403, 401)),
+    "rotate_endpoint": Endpoint(
+        "POST", lambda a: (f"/v1/admin/webhook-endpoints/{_webhook_endpoint(a)}/rotate", None),
+        (403, 403, 403, 200, 403, 401), money=True),
+    "disable_endpoint": Endpoint(
+        "POST", lambda a: (f"/v1/admin/webhook-endpoints/{_webhook_endpoint(a)}/disable", None),
+        (403, 403, 403, 200, 403, 401), money=True),
     # A report is published: every authenticated scope reads it.
     "latest_report": Endpoint("GET", lambda a: (_latest_report(a), None),
                               (200, 200, 200, 200, 200, 401)),

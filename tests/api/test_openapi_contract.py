@@ -14,6 +14,9 @@ from tests.api.conftest import Api
 #: "Schema.field" of ``api.openapi.STATES`` -> the table and column whose CHECK lists the values.
 TABLES = {
     "Deposit.state": ("deposits", "state"),
+    "EventDeposit.state": ("deposits", "state"),
+    "EventDepositHistory.state": ("deposit_events", "state"),
+    "EventWithdrawal.state": ("withdrawals", "state"),
     "DepositEvent.state": ("deposit_events", "state"),
     "Withdrawal.state": ("withdrawals", "state"),
     "Sweep.state": ("sweeps", "state"),

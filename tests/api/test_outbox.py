@@ -54,10 +54,15 @@ class TestTriggers:
                 "SELECT payload FROM outbox_events WHERE type = 'deposit.seen'")).scalar_one()
             wd = conn.execute(sa.text(
                 "SELECT event_id, payload FROM outbox_events WHERE type LIKE 'withdrawal.%'")).one()
-        assert payload["amount_minor"] == "7000000" and payload["amount"] == "7"
-        assert payload["user_id"] == user and payload["state"] == "included"
-        assert wd.payload["withdrawal_id"] == str(w["id"])
-        assert (wd.payload["amount"], wd.payload["fee"]) == ("30", "0.4")
+        deposit = payload["deposit"]
+        assert deposit["amount"] == {"minor": "7000000", "decimal": "7.000000"}
+        assert deposit["user_id"] == user and deposit["state"] == "included"
+        assert payload["history"]["event"] == "transfer_included"
+        withdrawal = wd.payload["withdrawal"]
+        assert withdrawal["id"] == str(w["id"])
+        assert (withdrawal["amount"]["decimal"], withdrawal["fee"]["decimal"]) == (
+            "30.000000", "0.400000")
+        assert withdrawal["amount"]["minor"] == "30000000"
         assert wd.event_id.startswith("evt_wd_")
 
     def test_a_deep_reorg_case_is_an_alert_of_the_owning_client(self, api: Api) -> None:
@@ -122,7 +127,8 @@ class TestDelivery:
         [got] = receiver.requests
         assert got.signature_valid and got.event_type == "withdrawal.reserved"
         doc = got.document
-        assert doc["id"] == got.event_id and doc["data"]["user_id"] == user
+        assert doc["id"] == got.event_id and doc["data"]["withdrawal"]["user_id"] == user
+        assert doc["version"] == 2
         # A forged or altered body does not verify.
         assert not outbox.verify_signature("whsec_" + "0" * 64, "t=1,v1=00", got.body)
         assert outbox.deliver_due(api.engine).attempted == 0  # nothing due twice

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,3 +140,39 @@ class TestDefinitions:
             table = conn.exec_driver_sql("SELECT to_regclass('schema_definitions')").scalar()
         eng.dispose()
         assert (version, table) == ("0011_balance_guard_columns", None)
+
+
+def test_events_written_before_0026_keep_their_version_1_rendering(empty_url: str) -> None:
+    """An event stored before payload version 2 stays version 1 through the upgrade, so it
+    is delivered and listed as it was first delivered; new rows are version 2."""
+    from datetime import UTC, datetime
+
+    from api import outbox
+
+    migrations.upgrade(empty_url, "0025_console_sessions")
+    eng = owner_engine(empty_url)
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    flat = {"withdrawal_id": "7", "amount_minor": "30000000", "amount": "30"}
+    with eng.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO outbox_events (event_id, type, subject, payload, created_at) VALUES "
+            "('evt_wd_7', 'withdrawal.reserved', 'withdrawal:7', CAST(:p AS jsonb), :at)"),
+            {"p": json.dumps(flat), "at": at})
+    before = outbox.event_body("evt_wd_7", "withdrawal.reserved", at, flat)
+    eng.dispose()
+    migrations.upgrade(empty_url)
+    eng = owner_engine(empty_url)
+    with eng.begin() as conn:
+        row = conn.execute(sa.text(
+            "SELECT type, created_at, payload, version FROM outbox_events "
+            "WHERE event_id = 'evt_wd_7'")).one()
+        conn.execute(sa.text(
+            "INSERT INTO outbox_events (event_id, type, subject, payload) VALUES "
+            "('evt_alert_new', 'alert.ledger_drift', 'alert:x', '{\"next\": \"x\"}')"))
+        new_version = conn.execute(sa.text(
+            "SELECT version FROM outbox_events WHERE event_id = 'evt_alert_new'")).scalar()
+    eng.dispose()
+    assert row.version == 1 and new_version == 2
+    assert outbox.event_body("evt_wd_7", row.type, row.created_at, row.payload,
+                             row.version) == before
+    assert b'"version"' not in before

@@ -296,8 +296,17 @@ class TestReserveOutbox:
         assert (direct.type, direct.client_id, direct.user_id, direct.subject) == (
             by_trigger.type, by_trigger.client_id, by_trigger.user_id, by_trigger.subject) == (
             "withdrawal.reserved", client_id, "u1", f"withdrawal:{w.id}")
-        assert direct.payload == by_trigger.payload
-        assert direct.payload["amount"] == "30" and direct.payload["fee"] == "0.4"
+        # The same payload but for the history row's own id (and time).
+        assert direct.payload["withdrawal"] == by_trigger.payload["withdrawal"]
+        assert direct.payload["history"]["id"] == str(direct.history_id)
+        assert by_trigger.payload["history"]["id"] == str(raw_id)
+        assert ({k: v for k, v in direct.payload["history"].items()
+                 if k not in ("id", "occurred_at")}
+                == {k: v for k, v in by_trigger.payload["history"].items()
+                    if k not in ("id", "occurred_at")})
+        assert direct.payload["withdrawal"]["amount"] == {"minor": "30000000",
+                                                          "decimal": "30.000000"}
+        assert direct.payload["withdrawal"]["fee"]["decimal"] == "0.400000"
 
     def test_reserve_fans_out_to_its_clients_endpoint_and_not_without_one(
             self, wbook: Engine, owner: Engine, cfg: WithdrawalsConfig,

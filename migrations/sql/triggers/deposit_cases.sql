@@ -10,18 +10,21 @@ DECLARE
   d record;
 BEGIN
   SELECT dep.id, dep.user_id, dep.chain, dep.tx_hash, dep.position, dep.asset_code,
-         dep.amount_minor, u.client_id
+         dep.amount_minor, u.client_id, a.scale
     INTO d
     FROM deposits dep LEFT JOIN api_users u ON u.id = dep.user_id
+    LEFT JOIN assets a ON a.code = dep.asset_code
    WHERE dep.id = NEW.deposit_id;
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  -- Payload version 2: the amount as {"minor", "decimal"} (api/schemas_events.py).
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
+                             version)
   VALUES ('evt_case_' || NEW.id, 'alert.' || NEW.kind, d.client_id, d.user_id,
           'deposit:' || d.id,
           jsonb_build_object(
             'case_id', NEW.id::text, 'kind', NEW.kind, 'deposit_id', d.id::text,
             'user_id', d.user_id, 'chain', d.chain, 'tx_hash', d.tx_hash,
             'position', d.position, 'asset', d.asset_code,
-            'amount_minor', d.amount_minor::text,
+            'amount', outbox_amount(d.amount_minor, d.scale),
             'ledger_transaction_id', NEW.ledger_transaction_id::text,
             'expected', NEW.expected, 'observed', NEW.observed, 'opened_at', NEW.opened_at,
             -- What an operator does next (every alert says it: api.outbox.raise_alert).
@@ -35,7 +38,7 @@ BEGIN
                 || 'custody timeline ' || d.chain || ' ' || d.tx_hash || ', then resolve case '
                 || NEW.id || ' (reverse the credit if the deposit is gone)'
             END),
-          NEW.opened_at);
+          NEW.opened_at, 2);
   RETURN NULL;
 END
 $$;

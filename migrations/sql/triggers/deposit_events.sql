@@ -2,7 +2,8 @@
 -- (a deposit of a known user) writes its webhook event into outbox_events in the same database
 -- transaction, whatever code path wrote the row: deposit.seen, deposit.reorged,
 -- deposit.reincluded, deposit.credited, deposit.held, deposit.failed. The event id is derived from
--- the history row (evt_dep_<id>), so a receiver dedupes on it.
+-- the history row (evt_dep_<id>), so a receiver dedupes on it. Payload version 2
+-- (api/schemas_events.py: DepositEventData).
 
 -- Deposit history -> deposit.seen / reorged / reincluded / credited / held / failed.
 -- Deposits of no user (unattributed, unknown address) concern no client: no event.
@@ -30,20 +31,28 @@ BEGIN
   IF d.user_id IS NULL THEN
     RETURN NULL;
   END IF;
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at)
+  -- Payload version 2 (docs/webhooks.md): the deposit and the history row under the names of
+  -- the API's Deposit and DepositEvent, ids as strings, the amount as {"minor", "decimal"}.
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
+                             version)
   VALUES ('evt_dep_' || NEW.id, kind, d.client_id, d.user_id, 'deposit:' || d.id,
           jsonb_build_object(
-            'deposit_id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
-            'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
-            'from', d.from_address, 'to', d.to_address, 'asset', d.asset_code,
-            'amount_minor', d.amount_minor::text,
-            'amount', outbox_decimal(d.amount_minor, d.scale),
-            'state', NEW.state, 'event', NEW.event, 'reason', NEW.reason,
-            'block_number', NEW.block_number::text, 'block_hash', NEW.block_hash,
-            'confirmations', NEW.confirmations, 'rule', NEW.rule,
-            'ledger_transaction_id', NEW.ledger_transaction_id::text,
-            'observed_at', NEW.observed_at),
-          NEW.recorded_at);
+            'deposit', jsonb_build_object(
+              'id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
+              'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
+              'from_address', d.from_address, 'to_address', d.to_address,
+              'asset', d.asset_code,
+              'amount', outbox_amount(d.amount_minor, d.scale),
+              'state', NEW.state, 'block_number', NEW.block_number,
+              'confirmations', NEW.confirmations,
+              'ledger_transaction_id', NEW.ledger_transaction_id::text),
+            'history', jsonb_build_object(
+              'id', NEW.id::text, 'event', NEW.event, 'state', NEW.state,
+              'block_number', NEW.block_number, 'block_hash', NEW.block_hash,
+              'confirmations', NEW.confirmations, 'rule', NEW.rule, 'reason', NEW.reason,
+              'ledger_transaction_id', NEW.ledger_transaction_id::text,
+              'observed_at', NEW.observed_at, 'recorded_at', NEW.recorded_at)),
+          NEW.recorded_at, 2);
   RETURN NULL;
 END
 $$;

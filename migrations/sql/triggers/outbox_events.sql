@@ -2,7 +2,8 @@
 -- (triggers/deposit_events.sql, triggers/deposit_cases.sql, triggers/withdrawal_events.sql,
 -- withdrawal_reserve_record, and api.outbox for alerts). Append-only. Fan-out: a new event gets a
 -- delivery for its client's endpoint and, for alerts, for every alert endpoint; endpoints
--- configured later get older events only through a replay. The WHEN clause skips, without calling
+-- configured later get older events only through a replay. An endpoint subscribed to chosen
+-- event types (event_types) gets only those. The WHEN clause skips, without calling
 -- PL/pgSQL, the events no endpoint can receive (no client and not an alert).
 
 CREATE OR REPLACE FUNCTION outbox_fan_out() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -12,6 +13,7 @@ BEGIN
     FROM webhook_endpoints e
    WHERE e.disabled_at IS NULL
      AND (e.client_id = NEW.client_id OR (NEW.type LIKE 'alert.%' AND e.alerts))
+     AND (e.event_types IS NULL OR NEW.type = ANY (e.event_types))
   ON CONFLICT (event_id, endpoint_id) DO NOTHING;
   RETURN NULL;
 END
