@@ -18,6 +18,11 @@ Our own addresses besides the users' deposit addresses: ``[chains.<name>]`` may 
 no key in the engine). The payout hot wallet of ``[withdrawals.hot_wallets.<name>]`` in the
 same document, when present, is a hot address of that chain automatically, so a file written
 before these keys existed keeps working. An address may not be both hot and cold.
+
+``trace_internal`` (default ``true``): native transfers made by internal calls (a batch payout
+contract, a Safe, a router paying one of our addresses) are found with the node's
+``callTracer``; their position is the call-tree path ``call:0.<i>...`` (``chains.traces``). Set
+it to ``false`` for a node without ``debug_traceBlockByHash``: such deposits are then missed.
 """
 
 from __future__ import annotations
@@ -116,6 +121,11 @@ class ChainConfig:
     hot_addresses: tuple[str, ...] = ()
     #: Cold addresses of this chain (lower-case hex): watch-only, the engine has no key.
     cold_addresses: tuple[str, ...] = ()
+    #: Detect ETH paid to our addresses by internal calls (batch payouts, Safe wallets,
+    #: routers) with the node's ``callTracer`` (``debug_traceBlockByHash``). On by default:
+    #: without it those deposits are never seen. Turn it off only for a node that offers no
+    #: tracing (the watcher then says so when it starts, ``custody config check`` reports it).
+    trace_internal: bool = True
 
     def address_kind(self, address: str) -> str | None:
         """``"hot"`` or ``"cold"`` for one of our own addresses (any case), else None."""
@@ -178,6 +188,13 @@ def _int(raw: Mapping[str, Any], key: str, where: str, *, default: int | None = 
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigurationInvalid(f"{where}.{key} must be an integer in [{low}, {high}]")
+    return value
+
+
+def _bool(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigurationInvalid(f"{where}.{key} must be true or false, got {value!r}")
     return value
 
 
@@ -288,6 +305,7 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig],
         poll_interval_s=float(raw.get("poll_interval_s", 2.0)),
         hot_addresses=hot,
         cold_addresses=cold,
+        trace_internal=_bool(raw, "trace_internal", where, default=True),
     )
 
 

@@ -7,6 +7,13 @@ deposits, with no user. A scan returns only a consistent
 prefix of the range asked for: each header must build on the previous one (parent hash) and
 every receipt must belong to the header's block hash. A tip that is no longer canonical is
 reported as a reorg, never papered over.
+
+With ``trace_internal`` the blocks are also traced (``debug_traceBlockByHash`` with the
+``callTracer``, by the hash of the header just read, so the trace is of that very block) to find
+ETH paid to our addresses by internal calls (``chains.traces``: position ``call:0.<i>...``).
+Only blocks holding a successful transaction that ran code are traced (gas used above 21,000:
+a plain transfer has no internal calls). A trace that does not match the block's receipts
+(the node switched branches between the calls) ends the accepted prefix like a receipt would.
 """
 
 from __future__ import annotations
@@ -21,8 +28,13 @@ from eth_utils.crypto import keccak
 from chains.evm import decode_native_transfer, decode_receipt_transfers, receipt_succeeded
 from chains.model import BlockHeader, ObservedTransfer, same_hash
 from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
+from chains.traces import block_trace_by_tx, internal_transfers
 
 SYMBOL_CALLDATA = "0x" + keccak(text="symbol()")[:4].hex()
+#: Gas of a plain value transfer: a transaction that used no more ran no code, so no calls.
+PLAIN_TRANSFER_GAS = 21_000
+#: The tracer options of every trace request (geth, reth, erigon, nethermind and anvil agree).
+CALL_TRACER = {"tracer": "callTracer"}
 LookupUsers = Callable[[Iterable[str]], Mapping[str, str]]
 
 
@@ -61,10 +73,12 @@ def scan_blocks(
     lookup_users: LookupUsers,
     is_listed: Callable[[str], bool],
     own_addresses: frozenset[str] = frozenset(),
+    trace_internal: bool = False,
 ) -> ScanResult:
     """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan).
 
-    Transfers to deposit addresses (``lookup_users``) and to ``own_addresses`` are returned.
+    Transfers to deposit addresses (``lookup_users``) and to ``own_addresses`` are returned;
+    with ``trace_internal``, internal native transfers too (see the module docstring).
     """
     heights = list(range(start, end + 1))
     calls = [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]
@@ -91,7 +105,50 @@ def scan_blocks(
             break
         accepted.append((header, receipts))
         previous = header.hash
-    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses)
+    traces: dict[str, Mapping[str, Any]] = {}
+    if trace_internal:
+        accepted, traces = _trace_blocks(rpc, accepted)
+    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses, traces)
+
+
+def _needs_trace(receipt: Mapping[str, Any]) -> bool:
+    return receipt_succeeded(receipt) and from_quantity(receipt["gasUsed"]) > PLAIN_TRANSFER_GAS
+
+
+def _trace_blocks(
+    rpc: RpcClient, blocks: list[tuple[BlockHeader, list[dict[str, Any]]]]
+) -> tuple[list[tuple[BlockHeader, list[dict[str, Any]]]], dict[str, Mapping[str, Any]]]:
+    """The call trees of the blocks' transactions (by tx hash) and the prefix of ``blocks``
+    whose traces match their receipts. A node without the tracer raises its RpcError."""
+    wanted = [(i, header) for i, (header, receipts) in enumerate(blocks)
+              if any(_needs_trace(r) for r in receipts)]
+    if not wanted:
+        return blocks, {}
+    answers = rpc.batch_results([RpcCall("debug_traceBlockByHash", [header.hash, CALL_TRACER])
+                                 for _, header in wanted])
+    traces: dict[str, Mapping[str, Any]] = {}
+    for (i, _), answer in zip(wanted, answers, strict=True):
+        receipts = blocks[i][1]
+        matched = None if answer is None else block_trace_by_tx(
+            answer, [str(r["transactionHash"]) for r in receipts])
+        if matched is None:
+            return blocks[:i], traces  # Another block than the one read: keep the prefix.
+        traces.update(matched)
+    return blocks, traces
+
+
+def _internal(receipt: Mapping[str, Any], traces: Mapping[str, Mapping[str, Any]]
+              ) -> list[ObservedTransfer]:
+    """Every internal native transfer of one traced receipt (to anyone: filtered later)."""
+    tx_hash = str(receipt["transactionHash"]).lower()
+    tree = traces.get(tx_hash)
+    if tree is None or not receipt_succeeded(receipt):
+        return []
+    return [ObservedTransfer(
+        token=None, from_address=t.from_address, to_address=t.to_address, value=t.value,
+        tx_hash=tx_hash, block_number=from_quantity(receipt["blockNumber"]),
+        block_hash=str(receipt["blockHash"]).lower(), position=t.position)
+        for t in internal_transfers(tree)]
 
 
 def _decode(
@@ -100,6 +157,7 @@ def _decode(
     lookup_users: LookupUsers,
     is_listed: Callable[[str], bool],
     own_addresses: frozenset[str] = frozenset(),
+    traces: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ScanResult:
     tokens: list[ObservedTransfer] = []
     native_receipts: list[dict[str, Any]] = []
@@ -108,6 +166,10 @@ def _decode(
             tokens.extend(decode_receipt_transfers(receipt))
             if receipt.get("to") and receipt_succeeded(receipt):
                 native_receipts.append(receipt)
+            if traces:
+                # Internal native transfers ride with the token transfers: same filtering
+                # by recipient, same transaction checks, their own call-tree positions.
+                tokens.extend(_internal(receipt, traces))
     candidates = {t.to_address for t in tokens} | {str(r["to"]).lower() for r in native_receipts}
     users = dict(lookup_users(candidates - own_addresses))
     mine = set(users) | (candidates & own_addresses)

@@ -54,6 +54,8 @@ class Rig:
     attestor: str = "node"
     chain: str = "dev"
     users: dict[str, str] = field(default_factory=dict)
+    #: Further keys of the chain's table (e.g. ``trace_internal``).
+    options: dict[str, Any] = field(default_factory=dict)
     _watcher: Watcher | None = None
 
     @property
@@ -64,7 +66,7 @@ class Rig:
                          finality=self.finality, hot_wallet=None, chain_options={
                              "native_minimum": "0.001", "attestor": self.attestor,
                              "scan_blocks_max": 50, "rpc_timeout_ms": 5000,
-                             "rpc_retries_max": 2})
+                             "rpc_retries_max": 2, **self.options})
         # Beyond the development configuration: a second USDC contract with 18 decimals, DAI.
         doc["assets"]["DAI"] = {"scale": 18}
         doc["chains"][self.chain]["tokens"] += [
