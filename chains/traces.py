@@ -167,3 +167,66 @@ def block_trace_by_tx(block_trace: Sequence[Mapping[str, Any]],
             return None
         traces[tx_hash.lower()] = result
     return traces
+
+
+# --------------------------------------------------------------------------- trace_block
+
+
+def _parity_frame(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``trace_block`` entry as a ``callTracer`` frame (without children)."""
+    action = entry.get("action") or {}
+    kind = str(entry.get("type", "")).lower()
+    frame: dict[str, Any]
+    if kind == "call":
+        frame = {"type": str(action.get("callType", "call")).upper(), "from": action.get("from"),
+                 "to": action.get("to"), "value": action.get("value")}
+    elif kind == "create":
+        result = entry.get("result") or {}
+        frame = {"type": str(action.get("creationMethod") or "create").upper(),
+                 "from": action.get("from"), "to": result.get("address"),
+                 "value": action.get("value")}
+    elif kind == "suicide":
+        frame = {"type": "SELFDESTRUCT", "from": action.get("address"),
+                 "to": action.get("refundAddress"), "value": action.get("balance")}
+    else:
+        frame = {"type": kind.upper()}
+    if entry.get("error"):
+        frame["error"] = entry["error"]
+    return frame
+
+
+def trees_from_parity(traces: Sequence[Mapping[str, Any]], block_hash: str
+                      ) -> dict[str, dict[str, Any]] | None:
+    """``trace_block`` output (flat, one entry per call with its ``traceAddress``) as one
+    ``callTracer``-shaped tree per transaction hash, so that :func:`internal_transfers` walks
+    both the same way. ``traceAddress`` is the same 0-based child path as ours.
+
+    None when an entry belongs to another block than ``block_hash`` (the node switched
+    branches) or a transaction's paths do not form one tree (a child index skipped).
+    Entries without a transaction (block rewards) are ignored.
+    """
+    frames: dict[str, dict[tuple[int, ...], dict[str, Any]]] = {}
+    for entry in traces:
+        tx_hash = entry.get("transactionHash")
+        if tx_hash is None:
+            continue
+        if str(entry.get("blockHash", "")).lower() != block_hash.lower():
+            return None
+        path = tuple(int(i) for i in entry.get("traceAddress") or [])
+        frames.setdefault(str(tx_hash).lower(), {})[path] = _parity_frame(entry)
+    trees: dict[str, dict[str, Any]] = {}
+    for tx_hash, by_path in frames.items():
+        if () not in by_path:
+            return None
+        for path in sorted(by_path, key=lambda p: (len(p), p)):
+            if not path:
+                continue
+            parent = by_path.get(path[:-1])
+            if parent is None:
+                return None
+            children = parent.setdefault("calls", [])
+            if path[-1] != len(children):
+                return None
+            children.append(by_path[path])
+        trees[tx_hash] = by_path[()]
+    return trees

@@ -14,6 +14,7 @@ from chains.traces import (
     internal_transfers,
     is_internal_position,
     parse_call_path,
+    trees_from_parity,
 )
 
 EOA = "0x" + "e0" * 20
@@ -155,3 +156,57 @@ class TestBlockTrace:
         assert block_trace_by_tx([{"txHash": b, "result": ta}], [a]) is None
         assert block_trace_by_tx([{"txHash": a, "result": ta}], [a, b]) is None
         assert block_trace_by_tx([{"txHash": a, "error": "boom"}], [a]) is None
+
+
+def parity(tx: str, path: list[int], kind: str, action: dict[str, Any],
+           result: dict[str, Any] | None = None, error: str | None = None,
+           block: str = "0x" + "bb" * 32) -> dict[str, Any]:
+    """A ``trace_block`` entry."""
+    out: dict[str, Any] = {"action": action, "blockHash": block, "traceAddress": path,
+                           "transactionHash": tx, "type": kind, "result": result or {}}
+    if error:
+        out["error"] = error
+    return out
+
+
+class TestTraceBlock:
+    TX = "0x" + "01" * 32
+    BLOCK = "0x" + "bb" * 32
+
+    def entries(self) -> list[dict[str, Any]]:
+        tx = self.TX
+        return [
+            parity(tx, [], "call", {"callType": "call", "from": EOA, "to": SPLITTER,
+                                    "value": "0x1e"}),
+            parity(tx, [0], "call", {"callType": "call", "from": SPLITTER, "to": OURS_A,
+                                     "value": "0xa"}),
+            parity(tx, [1], "call", {"callType": "call", "from": SPLITTER, "to": OTHER,
+                                     "value": "0x14"}, error="Reverted"),
+            parity(tx, [1, 0], "call", {"callType": "call", "from": OTHER, "to": OURS_B,
+                                        "value": "0x14"}),
+            parity(tx, [2], "call", {"callType": "delegatecall", "from": SPLITTER,
+                                     "to": OTHER, "value": "0x5"}),
+            parity(tx, [2, 0], "suicide", {"address": SPLITTER, "refundAddress": OURS_B,
+                                           "balance": "0x3"}),
+            parity(tx, [3], "create", {"from": SPLITTER, "value": "0x2",
+                                       "creationMethod": "create2"}, {"address": OURS_A}),
+            {"action": {"author": OTHER, "value": "0x1"}, "blockHash": self.BLOCK,
+             "traceAddress": [], "type": "reward"},
+        ]
+
+    def test_same_transfers_and_paths_as_the_call_tracer(self) -> None:
+        trees = trees_from_parity(self.entries(), self.BLOCK.upper().replace("0X", "0x"))
+        assert trees is not None and list(trees) == [self.TX]
+        assert [(t.position, t.kind, t.to_address, t.value)
+                for t in internal_transfers(trees[self.TX])] == [
+            ("call:0.0", "CALL", OURS_A, 10),
+            ("call:0.2.0", "SELFDESTRUCT", OURS_B, 3),
+            ("call:0.3", "CREATE2", OURS_A, 2)]
+
+    def test_another_block_or_a_broken_tree_is_refused(self) -> None:
+        entries = self.entries()
+        assert trees_from_parity(entries, "0x" + "cc" * 32) is None
+        assert trees_from_parity([e for e in entries if e.get("traceAddress") != [0]],
+                                 self.BLOCK) is None
+        assert trees_from_parity(entries[1:], self.BLOCK) is None
+        assert trees_from_parity([], self.BLOCK) == {}
