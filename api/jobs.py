@@ -584,7 +584,7 @@ def expected_of(chain: ChainConfig) -> ChainExpected:
 
     return ChainExpected(chain.name, chain.chain_id, tuple(
         TokenExpected(t.contract, t.decimals, t.symbol) for t in chain.tokens),
-        trace_internal=chain.trace_internal)
+        trace_internal=chain.trace_internal, trace_method=chain.trace_method)
 
 
 def check_chain(chain: ChainConfig) -> ProbeReport:

@@ -11,8 +11,9 @@ batch request:
 - each listed token's ``symbol()`` (selector ``0x95d89b41``), recorded (ABI ``string``, or the
   ``bytes32`` some old tokens return). It is never a reason to refuse: tokens are identified by
   contract, and the configured symbol is only used to recognise fakes;
-- with ``trace_internal`` on, whether the node's ``callTracer`` answers
-  ``debug_traceBlockByHash`` (on the ``latest`` block, read in the same batch): the watcher
+- with ``trace_internal`` on, whether the node answers the chain's ``trace_method``
+  (``debug_traceBlockByHash`` with the ``callTracer``, or ``trace_block``) on the ``latest``
+  block (read in the same batch): the watcher
   needs it for every block that ran code, so a node without it refuses the chain. With it off
   the finding is recorded (internal transfers are not detected), never a reason to refuse.
 
@@ -54,8 +55,10 @@ class ChainExpected:
     chain: str
     chain_id: int
     tokens: tuple[TokenExpected, ...] = ()
-    #: ``trace_internal`` of the chain: the node must answer the tracer.
+    #: ``trace_internal`` of the chain: the node must answer the tracer ...
     trace_internal: bool = False
+    #: ... through the chain's ``trace_method``.
+    trace_method: str = "debug_traceBlockByHash"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +163,12 @@ def _tracer_finding(expected: ChainExpected, observed: Observed) -> Finding:
         return Finding(expected.chain, "trace_internal", "true", "nothing (not read)", False)
     if observed.tracer_problem is not None:
         return Finding(expected.chain, "trace_internal", "true",
-                       f"no callTracer ({observed.tracer_problem}): use a node with "
-                       "debug_traceBlockByHash or set trace_internal = false", False)
-    return Finding(expected.chain, "trace_internal", "true",
-                   "debug_traceBlockByHash with callTracer answers", True)
+                       f"no tracer ({observed.tracer_problem}): use a node with "
+                       f"{expected.trace_method}, another trace_method, or set "
+                       "trace_internal = false", False)
+    what = ("trace_block answers" if expected.trace_method == "trace_block"
+            else "debug_traceBlockByHash with callTracer answers")
+    return Finding(expected.chain, "trace_internal", "true", what, True)
 
 
 def decode_uint(result: str) -> int:
@@ -234,7 +239,8 @@ def _outcome(outcome: Any, decode: Callable[[str], T]) -> tuple[T | None, str | 
         return None, str(exc)[:200]
 
 
-def observe(rpc: RpcClient, contracts: Sequence[str], *, tracer: bool = False) -> Observed:
+def observe(rpc: RpcClient, contracts: Sequence[str], *, tracer: bool = False,
+            trace_method: str = "debug_traceBlockByHash") -> Observed:
     """Read ``eth_chainId`` and each contract's ``decimals()`` and ``symbol()`` in one batch
     (``rpc`` carries the chain's timeout and retry budget), then, with ``tracer``, trace the
     latest block. RpcUnavailable when the node does not answer; RpcResponseInvalid when its
@@ -248,7 +254,7 @@ def observe(rpc: RpcClient, contracts: Sequence[str], *, tracer: bool = False) -
     if isinstance(outcomes[0], RpcError):
         raise RpcResponseInvalid(f"eth_chainId: {outcomes[0].message}")
     chain_id = from_quantity(outcomes[0])
-    tracer_problem = _tracer_problem(rpc, outcomes.pop(1)) if tracer else None
+    tracer_problem = _tracer_problem(rpc, outcomes.pop(1), trace_method) if tracer else None
     tokens: dict[str, TokenObserved] = {}
     for i, contract in enumerate(contracts):
         decimals, decimals_problem = _outcome(outcomes[1 + 2 * i], decode_uint)
@@ -258,22 +264,25 @@ def observe(rpc: RpcClient, contracts: Sequence[str], *, tracer: bool = False) -
     return Observed(chain_id, tokens, tracer, tracer_problem)
 
 
-def _tracer_problem(rpc: RpcClient, latest: Any) -> str | None:
-    """Why the node cannot trace the ``latest`` block it just returned (None: it can)."""
+def _tracer_problem(rpc: RpcClient, latest: Any, method: str) -> str | None:
+    """Why the node cannot trace the ``latest`` block it just returned with ``method``
+    (``debug_traceBlockByHash`` or ``trace_block``; None: it can)."""
     if not isinstance(latest, Mapping) or not isinstance(latest.get("hash"), str):
         return f"no latest block to trace: {latest!r:.80}"
-    outcome = rpc.batch([RpcCall("debug_traceBlockByHash",
-                                 [latest["hash"], {"tracer": "callTracer"}])])[0]
+    call = (RpcCall("trace_block", [latest.get("number")]) if method == "trace_block"
+            else RpcCall("debug_traceBlockByHash", [latest["hash"], {"tracer": "callTracer"}]))
+    outcome = rpc.batch([call])[0]
     if isinstance(outcome, RpcError):
         if outcome.retryable:
-            raise RpcUnavailable(f"debug_traceBlockByHash: {outcome.message}")
-        return f"debug_traceBlockByHash: {outcome.message}"[:200]
+            raise RpcUnavailable(f"{method}: {outcome.message}")
+        return f"{method}: {outcome.message}"[:200]
     if not isinstance(outcome, list):
-        return f"debug_traceBlockByHash answered {outcome!r:.80}"
+        return f"{method} answered {outcome!r:.80}"
     return None
 
 
 def probe(rpc: RpcClient, expected: ChainExpected) -> ProbeReport:
     """Read the node and compare it with ``expected`` (RpcUnavailable: node unreachable)."""
     return compare(expected, observe(rpc, [t.contract for t in expected.tokens],
-                                     tracer=expected.trace_internal))
+                                     tracer=expected.trace_internal,
+                                     trace_method=expected.trace_method))

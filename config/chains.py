@@ -22,7 +22,10 @@ before these keys existed keeps working. An address may not be both hot and cold
 ``trace_internal`` (default ``true``): native transfers made by internal calls (a batch payout
 contract, a Safe, a router paying one of our addresses) are found with the node's
 ``callTracer``; their position is the call-tree path ``call:0.<i>...`` (``chains.traces``). Set
-it to ``false`` for a node without ``debug_traceBlockByHash``: such deposits are then missed.
+it to ``false`` for a node without tracing: such deposits are then missed. ``trace_method``
+picks the node call: ``debug_traceBlockByHash`` (default, every major client) or
+``trace_block`` (parity style: reth, erigon, nethermind; no geth), which is about ten times
+cheaper on anvil (``bench/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ _ASSET = re.compile(r"^[A-Z0-9][A-Z0-9._-]{0,31}$")
 _CONTRACT = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _RULE = re.compile(r"^(finalized|confirmations:[1-9][0-9]{0,5})$")
 ATTESTORS = frozenset({"node", "provider"})
+#: How a block's call traces are read: geth-style ``debug_traceBlockByHash`` with the
+#: ``callTracer`` (geth, reth, erigon, nethermind, anvil) or parity-style ``trace_block``
+#: (reth, erigon, nethermind, anvil; not geth), much cheaper where the node keeps traces.
+TRACE_METHODS = frozenset({"debug_traceBlockByHash", "trace_block"})
 ADDRESS_SOURCE_KINDS = frozenset({"mnemonic", "xpub"})
 
 
@@ -126,6 +133,8 @@ class ChainConfig:
     #: without it those deposits are never seen. Turn it off only for a node that offers no
     #: tracing (the watcher then says so when it starts, ``custody config check`` reports it).
     trace_internal: bool = True
+    #: One of ``TRACE_METHODS``: the node call that reads a block's traces.
+    trace_method: str = "debug_traceBlockByHash"
 
     def address_kind(self, address: str) -> str | None:
         """``"hot"`` or ``"cold"`` for one of our own addresses (any case), else None."""
@@ -196,6 +205,15 @@ def _bool(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> boo
     if not isinstance(value, bool):
         raise ConfigurationInvalid(f"{where}.{key} must be true or false, got {value!r}")
     return value
+
+
+def _choice(raw: Mapping[str, Any], key: str, where: str, choices: frozenset[str], *,
+            default: str) -> str:
+    value = raw.get(key, default)
+    if value not in choices:
+        raise ConfigurationInvalid(f"{where}.{key} must be one of {sorted(choices)}, got "
+                                   f"{value!r}")
+    return str(value)
 
 
 def _text(raw: Mapping[str, Any], key: str, where: str, *, pattern: re.Pattern[str] | None = None,
@@ -306,6 +324,8 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig],
         hot_addresses=hot,
         cold_addresses=cold,
         trace_internal=_bool(raw, "trace_internal", where, default=True),
+        trace_method=_choice(raw, "trace_method", where, TRACE_METHODS,
+                             default="debug_traceBlockByHash"),
     )
 
 

@@ -38,7 +38,7 @@ from chains.model import (
     same_hash,
 )
 from chains.rpc import RpcCall, RpcClient, from_quantity, to_quantity
-from chains.traces import find_transfer, parse_call_path
+from chains.traces import find_transfer, parse_call_path, trees_from_parity
 from config.uow import UnitOfWork
 from deposits import repository as repo
 from deposits.repository import DepositRecord
@@ -76,9 +76,13 @@ class NodeReceiptAttestor:
 
     name = "node"
 
-    def __init__(self, rpc: RpcClient, rule: FinalityRule) -> None:
+    def __init__(self, rpc: RpcClient, rule: FinalityRule, *,
+                 trace_method: str = "debug_traceBlockByHash") -> None:
         self.rpc = rpc
         self.rule = rule
+        #: The chain's ``trace_method``: internal transfers are re-read with its per-
+        #: transaction form (``debug_traceTransaction`` or ``trace_transaction``).
+        self.trace_method = trace_method
 
     def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
         """See the class docstring.
@@ -98,10 +102,10 @@ class NodeReceiptAttestor:
         answers = self.rpc.batch_results(
             [RpcCall("eth_getBlockReceipts", [to_quantity(h)]) for h in heights]
             + [RpcCall("eth_getTransactionByHash", [h]) for h in natives]
-            + [RpcCall("debug_traceTransaction", [h, {"tracer": "callTracer"}])
-               for h in internal])
+            + [self._trace_call(h) for h in internal])
         txs = dict(zip(natives, answers[len(heights):len(heights) + len(natives)], strict=True))
-        traces = dict(zip(internal, answers[len(heights) + len(natives):], strict=True))
+        traces = {h: self._tree(h, answer) for h, answer
+                  in zip(internal, answers[len(heights) + len(natives):], strict=True)}
         receipts: dict[str, dict[str, Any]] = {}
         canonical: dict[int, str] = {}
         for height, block_receipts in zip(heights, answers[:len(heights)], strict=True):
@@ -120,6 +124,20 @@ class NodeReceiptAttestor:
                                          canonical.get(from_quantity(receipt["blockNumber"])),
                                          traces.get(d.tx_hash))
         return verdicts
+
+    def _trace_call(self, tx_hash: str) -> RpcCall:
+        if self.trace_method == "trace_block":
+            return RpcCall("trace_transaction", [tx_hash])
+        return RpcCall("debug_traceTransaction", [tx_hash, {"tracer": "callTracer"}])
+
+    def _tree(self, tx_hash: str, answer: Any) -> dict[str, Any] | None:
+        """The transaction's call tree from the answer (None: no usable trace)."""
+        if self.trace_method != "trace_block":
+            return answer if isinstance(answer, dict) else None
+        if not isinstance(answer, list) or not answer:
+            return None
+        trees = trees_from_parity(answer, str(answer[0].get("blockHash", "")))
+        return None if trees is None else trees.get(tx_hash.lower())
 
     def _judge(self, d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any], head: int,
                finalized: BlockHeader | None, canonical_hash: str | None,

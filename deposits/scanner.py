@@ -9,7 +9,8 @@ every receipt must belong to the header's block hash. A tip that is no longer ca
 reported as a reorg, never papered over.
 
 With ``trace_internal`` the blocks are also traced (``debug_traceBlockByHash`` with the
-``callTracer``, by the hash of the header just read, so the trace is of that very block) to find
+``callTracer``, by the hash of the header just read, so the trace is of that very block; or
+``trace_block``, whose entries each name their block hash) to find
 ETH paid to our addresses by internal calls (``chains.traces``: position ``call:0.<i>...``).
 Only blocks holding a successful transaction that ran code are traced (gas used above 21,000:
 a plain transfer has no internal calls). A trace that does not match the block's receipts
@@ -28,7 +29,7 @@ from eth_utils.crypto import keccak
 from chains.evm import decode_native_transfer, decode_receipt_transfers, receipt_succeeded
 from chains.model import BlockHeader, ObservedTransfer, same_hash
 from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
-from chains.traces import block_trace_by_tx, internal_transfers
+from chains.traces import block_trace_by_tx, internal_transfers, trees_from_parity
 
 SYMBOL_CALLDATA = "0x" + keccak(text="symbol()")[:4].hex()
 #: Gas of a plain value transfer: a transaction that used no more ran no code, so no calls.
@@ -74,6 +75,7 @@ def scan_blocks(
     is_listed: Callable[[str], bool],
     own_addresses: frozenset[str] = frozenset(),
     trace_internal: bool = False,
+    trace_method: str = "debug_traceBlockByHash",
 ) -> ScanResult:
     """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan).
 
@@ -107,7 +109,7 @@ def scan_blocks(
         previous = header.hash
     traces: dict[str, Mapping[str, Any]] = {}
     if trace_internal:
-        accepted, traces = _trace_blocks(rpc, accepted)
+        accepted, traces = _trace_blocks(rpc, accepted, trace_method)
     return _decode(rpc, accepted, lookup_users, is_listed, own_addresses, traces)
 
 
@@ -115,8 +117,31 @@ def _needs_trace(receipt: Mapping[str, Any]) -> bool:
     return receipt_succeeded(receipt) and from_quantity(receipt["gasUsed"]) > PLAIN_TRANSFER_GAS
 
 
+def trace_call(method: str, header: BlockHeader) -> RpcCall:
+    """The node call reading one block's traces with ``method`` (``config.chains``'
+    ``TRACE_METHODS``): by hash with the callTracer, or ``trace_block`` by height (each of its
+    entries names its block hash, checked by :func:`match_traces`)."""
+    if method == "trace_block":
+        return RpcCall("trace_block", [to_quantity(header.number)])
+    return RpcCall("debug_traceBlockByHash", [header.hash, CALL_TRACER])
+
+
+def match_traces(method: str, answer: Any, header: BlockHeader,
+                 tx_hashes: Sequence[str]) -> dict[str, Mapping[str, Any]] | None:
+    """One block's traces as call trees by tx hash, or None if they are not of this block
+    (another hash, other transactions)."""
+    if not isinstance(answer, list):
+        return None
+    if method == "trace_block":
+        trees = trees_from_parity(answer, header.hash)
+        if trees is None or set(trees) != {h.lower() for h in tx_hashes}:
+            return None
+        return dict(trees)
+    return block_trace_by_tx(answer, tx_hashes)
+
+
 def _trace_blocks(
-    rpc: RpcClient, blocks: list[tuple[BlockHeader, list[dict[str, Any]]]]
+    rpc: RpcClient, blocks: list[tuple[BlockHeader, list[dict[str, Any]]]], method: str
 ) -> tuple[list[tuple[BlockHeader, list[dict[str, Any]]]], dict[str, Mapping[str, Any]]]:
     """The call trees of the blocks' transactions (by tx hash) and the prefix of ``blocks``
     whose traces match their receipts. A node without the tracer raises its RpcError."""
@@ -124,13 +149,12 @@ def _trace_blocks(
               if any(_needs_trace(r) for r in receipts)]
     if not wanted:
         return blocks, {}
-    answers = rpc.batch_results([RpcCall("debug_traceBlockByHash", [header.hash, CALL_TRACER])
-                                 for _, header in wanted])
+    answers = rpc.batch_results([trace_call(method, header) for _, header in wanted])
     traces: dict[str, Mapping[str, Any]] = {}
-    for (i, _), answer in zip(wanted, answers, strict=True):
+    for (i, header), answer in zip(wanted, answers, strict=True):
         receipts = blocks[i][1]
-        matched = None if answer is None else block_trace_by_tx(
-            answer, [str(r["transactionHash"]) for r in receipts])
+        matched = match_traces(method, answer, header,
+                               [str(r["transactionHash"]) for r in receipts])
         if matched is None:
             return blocks[:i], traces  # Another block than the one read: keep the prefix.
         traces.update(matched)

@@ -127,7 +127,8 @@ class Watcher:
                 attestor = ProviderAttestor(engine)
             else:
                 url = self.chain.attestor_rpc_url or self.chain.rpc_url
-                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.rule)
+                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.rule,
+                                               trace_method=self.chain.trace_method)
         self.attestor = attestor
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max
@@ -260,6 +261,7 @@ class Watcher:
                                            lookup_users=lookup,
                                            own_addresses=self.chain.own_addresses,
                                            trace_internal=self.chain.trace_internal,
+                                           trace_method=self.chain.trace_method,
                                            is_listed=lambda c: self.chain.token(c) is not None))
 
     def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:

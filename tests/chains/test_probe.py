@@ -70,7 +70,7 @@ class TestCompare:
         (mismatch,) = compare(expected, observed).mismatches
         assert mismatch.line().startswith(
             "chain dev: trace_internal is true in the configuration, the node says no "
-            "callTracer (debug_traceBlockByHash: Method not found)")
+            "tracer (debug_traceBlockByHash: Method not found)")
         assert compare(expected, Observed(31337, {}, tracer_asked=True)).ok
 
     def test_tracing_off_is_recorded_never_refused(self) -> None:
@@ -158,6 +158,9 @@ class TestAgainstAnvil:
         with RpcClient(anvil_session.url, rpc_timeout_ms=5000, retries_max=1) as rpc:
             on = probe(rpc, ChainExpected("dev", 31337, trace_internal=True))
             off = probe(rpc, ChainExpected("dev", 31337, trace_internal=False))
+            parity = probe(rpc, ChainExpected("dev", 31337, trace_internal=True,
+                                              trace_method="trace_block"))
+        assert parity.ok and "trace_block answers" in [f.observed for f in parity.findings]
         (traced,) = [f for f in on.findings if f.field == "trace_internal"]
         assert on.ok and (traced.checked, traced.ok, traced.configured) == (True, True, "true")
         (untraced,) = [f for f in off.findings if f.field == "trace_internal"]

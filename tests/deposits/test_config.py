@@ -65,6 +65,9 @@ class TestLoad:
         config = _base()
         config["chains"]["dev"]["trace_internal"] = False
         assert parse_chains_config(config).chain("dev").trace_internal is False
+        assert parse_chains_config(_base()).chain("dev").trace_method == "debug_traceBlockByHash"
+        config["chains"]["dev"]["trace_method"] = "trace_block"
+        assert parse_chains_config(config).chain("dev").trace_method == "trace_block"
 
     def test_token_parsed_and_lower_cased(self) -> None:
         token = parse_chains_config(_base()).chain("dev").tokens[0]
@@ -84,6 +87,7 @@ class TestRefuse:
         lambda c: c["chains"]["dev"].update(attestor="oracle"),
         lambda c: c["chains"]["dev"].update(trace_internal="yes"),
         lambda c: c["chains"]["dev"].update(trace_internal=1),
+        lambda c: c["chains"]["dev"].update(trace_method="trace_filter"),
         lambda c: c["assets"].update(ETH={"scale": 40}),
     ])
     def test_invalid(self, change: object) -> None:

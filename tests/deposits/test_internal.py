@@ -53,8 +53,16 @@ def pay_out(rig: Rig) -> Payout:
     return Payout(tx, int(receipt["blockNumber"], 16), str(receipt["blockHash"]))
 
 
+@pytest.fixture(params=["debug_traceBlockByHash", "trace_block"])
+def traced(request: pytest.FixtureRequest, rig: Rig) -> Rig:
+    """The rig with tracing on, through each trace method."""
+    rig.options = {"trace_method": request.param}
+    return rig
+
+
 class TestInternalTransfers:
-    def test_each_payout_is_a_deposit_at_its_path_reverted_one_is_not(self, rig: Rig) -> None:
+    def test_each_payout_is_a_deposit_at_its_path_reverted_one_is_not(self, traced: Rig) -> None:
+        rig = traced
         paid = pay_out(rig)
         report = rig.step()
         assert report.new_deposits == 3
@@ -84,7 +92,8 @@ class TestInternalTransfers:
         assert verify(rig.engine).ok
 
     def test_reorg_moves_the_transaction_to_another_block_same_positions_one_credit(
-            self, rig: Rig) -> None:
+            self, traced: Rig) -> None:
+        rig = traced
         paid = pay_out(rig)
         raw = rig.node.raw_transaction(paid.tx_hash)
         rig.step()
@@ -126,7 +135,8 @@ class TestInternalTransfers:
         report = rig.step()
         assert report.new_deposits == 0 and rig.deposits(paid.tx_hash) == {}
 
-    def test_attestor_rereads_the_trace_at_the_deposit_position(self, rig: Rig) -> None:
+    def test_attestor_rereads_the_trace_at_the_deposit_position(self, traced: Rig) -> None:
+        rig = traced
         paid = pay_out(rig)
         rig.mine_to(paid.block + 2)
         rig.step()
@@ -135,7 +145,8 @@ class TestInternalTransfers:
             (bob,) = [d for d in repo.deposits_in_states(uow.conn, "dev", [DepositState.CREDITED],
                                                          limit=10)
                       if d.position == "call:0.3"]
-        attestor = NodeReceiptAttestor(rig.node.rpc, parse_finality_rule(rig.finality))
+        attestor = NodeReceiptAttestor(rig.node.rpc, parse_finality_rule(rig.finality),
+                                       trace_method=rig.options["trace_method"])
         verdicts = attestor.attest([
             bob,
             replace(bob, id=-1, position="call:0.2.0"),  # carol's: undone by the revert
