@@ -5,9 +5,10 @@ It starts its own anvil and mines ``--blocks`` blocks, each holding one ERC-20
 ``batchTransfer`` (4 logs, two of them to "our" addresses) and one splitter transaction
 (``devtools.forwarders``) paying two of our addresses and one other by internal calls. Then,
 alternating in each round, it scans the whole range with ``deposits.scanner.scan_blocks`` in
-chunks of ``--chunk`` blocks (the watcher's ``scan_blocks_max``) with ``trace_internal`` off
-and on, and reads the same blocks' traces alone three ways (``debug_traceBlockByHash``,
-``debug_traceBlockByNumber`` with the callTracer, and ``trace_block``), batched by chunk.
+chunks of ``--chunk`` blocks (the watcher's ``scan_blocks_max``) with ``trace_internal`` off,
+on (``debug_traceBlockByHash``) and on with ``trace_method = "trace_block"``, and reads the
+same blocks' traces alone three ways (``debug_traceBlockByHash``, ``debug_traceBlockByNumber``
+with the callTracer, and ``trace_block``), batched by chunk.
 No database: the users' lookup is a set. It prints a table and stops by itself.
 """
 
@@ -56,7 +57,8 @@ def _chunks(first: int, last: int, size: int) -> Iterable[tuple[int, int]]:
         yield start, min(last, start + size - 1)
 
 
-def scan_all(rpc: RpcClient, first: int, last: int, chunk: int, trace: bool) -> int:
+def scan_all(rpc: RpcClient, first: int, last: int, chunk: int, trace: bool,
+             method: str = "debug_traceBlockByHash") -> int:
     """Scan the range as the watcher does; return the observations found."""
     ours = set(OURS)
     found = 0
@@ -64,7 +66,8 @@ def scan_all(rpc: RpcClient, first: int, last: int, chunk: int, trace: bool) -> 
     for start, end in _chunks(first, last, chunk):
         result = scan_blocks(rpc, tip, start, end,
                              lookup_users=lambda a: {x: "u" for x in a if x in ours},
-                             is_listed=lambda c: True, trace_internal=trace)
+                             is_listed=lambda c: True, trace_internal=trace,
+                             trace_method=method)
         assert not result.reorg and result.headers[-1].number == end
         tip = (end, result.headers[-1].hash)
         found += len(result.observations)
@@ -111,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
         cases: dict[str, Callable[[], int]] = {
             "scan, trace_internal off": lambda: scan_all(rpc, first, last, args.chunk, False),
             "scan, trace_internal on": lambda: scan_all(rpc, first, last, args.chunk, True),
+            "scan, trace_internal on, trace_block": lambda: scan_all(
+                rpc, first, last, args.chunk, True, "trace_block"),
         }
         def reader(method: str) -> Callable[[], int]:
             return lambda: traces_only(rpc, first, last, args.chunk, method, hashes)
@@ -134,8 +139,10 @@ def main(argv: list[str] | None = None) -> None:
                   f"{min(per):.2f}..{max(per):.2f} |")
         off = statistics.median(runs["scan, trace_internal off"])
         on = statistics.median(runs["scan, trace_internal on"])
+        parity = statistics.median(runs["scan, trace_internal on, trace_block"])
         print(f"tracing adds {(on - off) / blocks * 1000:.2f} ms per block "
-              f"({on / off:.2f}x the scan without it)")
+              f"({on / off:.2f}x the scan without it); with trace_block "
+              f"{(parity - off) / blocks * 1000:.2f} ms ({parity / off:.2f}x)")
 
 
 if __name__ == "__main__":
