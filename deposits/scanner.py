@@ -19,6 +19,7 @@ a plain transfer has no internal calls). A trace that does not match the block's
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from chains.model import BlockHeader, ObservedTransfer, same_hash
 from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
 from chains.traces import block_trace_by_tx, internal_transfers, trees_from_parity
 
+log = logging.getLogger("custody.deposits.scanner")
 SYMBOL_CALLDATA = "0x" + keccak(text="symbol()")[:4].hex()
 #: Gas of a plain value transfer: a transaction that used no more ran no code, so no calls.
 PLAIN_TRANSFER_GAS = 21_000
@@ -156,7 +158,11 @@ def _trace_blocks(
         matched = match_traces(method, answer, header,
                                [str(r["transactionHash"]) for r in receipts])
         if matched is None:
-            return blocks[:i], traces  # Another block than the one read: keep the prefix.
+            # Another block than the one read (a reorg between the calls): keep the prefix.
+            # Said, because a node whose traces never match would stop the scan here.
+            log.warning("block %d %s: its traces do not match its receipts; the scan stops "
+                        "below it", header.number, header.hash)
+            return blocks[:i], traces
         traces.update(matched)
     return blocks, traces
 
