@@ -27,6 +27,7 @@ from typing import Any
 from eth_abi.abi import decode as abi_decode
 from eth_utils.crypto import keccak
 
+from chains.errors import RpcError
 from chains.evm import decode_native_transfer, decode_receipt_transfers, receipt_succeeded
 from chains.model import BlockHeader, ObservedTransfer, same_hash
 from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
@@ -38,6 +39,8 @@ SYMBOL_CALLDATA = "0x" + keccak(text="symbol()")[:4].hex()
 PLAIN_TRANSFER_GAS = 21_000
 #: The tracer options of every trace request (geth, reth, erigon, nethermind and anvil agree).
 CALL_TRACER = {"tracer": "callTracer"}
+#: JSON-RPC "method not found" (EIP-1474): the node offers no such tracer.
+METHOD_NOT_FOUND = -32601
 LookupUsers = Callable[[Iterable[str]], Mapping[str, str]]
 
 
@@ -146,22 +149,30 @@ def _trace_blocks(
     rpc: RpcClient, blocks: list[tuple[BlockHeader, list[dict[str, Any]]]], method: str
 ) -> tuple[list[tuple[BlockHeader, list[dict[str, Any]]]], dict[str, Mapping[str, Any]]]:
     """The call trees of the blocks' transactions (by tx hash) and the prefix of ``blocks``
-    whose traces match their receipts. A node without the tracer raises its RpcError."""
+    whose traces match their receipts. A node without the tracer (method not found) raises
+    its RpcError; any other error on a block (its hash no longer known) ends the prefix."""
     wanted = [(i, header) for i, (header, receipts) in enumerate(blocks)
               if any(_needs_trace(r) for r in receipts)]
     if not wanted:
         return blocks, {}
-    answers = rpc.batch_results([trace_call(method, header) for _, header in wanted])
+    answers = rpc.batch([trace_call(method, header) for _, header in wanted])
     traces: dict[str, Mapping[str, Any]] = {}
     for (i, header), answer in zip(wanted, answers, strict=True):
         receipts = blocks[i][1]
-        matched = match_traces(method, answer, header,
-                               [str(r["transactionHash"]) for r in receipts])
+        if isinstance(answer, RpcError) and (answer.rpc_code == METHOD_NOT_FOUND
+                                             or answer.retryable):
+            # No tracer on this node (or rate limited past every retry): nothing to cut to.
+            raise RpcError(f"{method}: {answer.message}", rpc_code=answer.rpc_code,
+                           data=answer.data, retryable=answer.retryable)
+        matched = None if isinstance(answer, RpcError) else match_traces(
+            method, answer, header, [str(r["transactionHash"]) for r in receipts])
         if matched is None:
-            # Another block than the one read (a reorg between the calls): keep the prefix.
+            # Another block than the one read (a reorg between the calls: the hash is gone,
+            # or other transactions): keep the prefix, the next step reads on from there.
             # Said, because a node whose traces never match would stop the scan here.
-            log.warning("block %d %s: its traces do not match its receipts; the scan stops "
-                        "below it", header.number, header.hash)
+            log.warning("block %d %s: no traces matching its receipts (%s); the scan stops "
+                        "below it", header.number, header.hash,
+                        answer.message if isinstance(answer, RpcError) else "other block")
             return blocks[:i], traces
         traces.update(matched)
     return blocks, traces

@@ -16,7 +16,7 @@ import pytest
 from chains.model import parse_finality_rule
 from config.uow import UnitOfWork
 from deposits import repository as repo
-from deposits import service
+from deposits import scanner, service
 from deposits.attestors import NodeReceiptAttestor, Verdict
 from deposits.model import DepositState
 from devtools import forwarders
@@ -159,3 +159,20 @@ class TestInternalTransfers:
             -2: (Verdict.DISAGREED, "address_mismatch"),
             -3: (Verdict.DISAGREED, "amount_mismatch"),
             -4: (Verdict.DISAGREED, "transfer_missing")}
+
+
+class TestTraceRace:
+    @pytest.mark.parametrize("method", ["debug_traceBlockByHash", "trace_block"])
+    def test_a_block_reorged_between_reading_and_tracing_ends_the_prefix(
+            self, rig: Rig, method: str) -> None:
+        paid = pay_out(rig)
+        rig.node.mine(1)
+        rpc = rig.node.rpc
+        read = []
+        for height in (paid.block, paid.block + 1):
+            raw = rpc.request("eth_getBlockByNumber", [hex(height), False])
+            read.append((scanner._header(raw), rpc.request("eth_getBlockReceipts",
+                                                           [hex(height)])))
+        rig.node.reorg(2)  # Both blocks read are replaced before their traces are asked.
+        kept, traces = scanner._trace_blocks(rpc, read, method)
+        assert kept == [] and traces == {}
