@@ -12,8 +12,10 @@ its parent's followed by ``.<index>``: the top call's third child's second child
 ``call:0.2.1``. The path depends only on the transaction's own execution, not on the block it
 landed in, so it stays the same when a reorged transaction is included again elsewhere (as
 long as it executes the same way). The top frame is never reported here: its value is the
-transaction's own ``value``, already the ``call:0`` deposit of :func:`chains.evm.
-decode_native_transfer`, and must not be counted twice.
+transaction's own ``value``, already the ``call:0`` deposit of
+:func:`chains.evm.decode_native_transfer`, and must not be counted twice. Parity-style
+``trace_block`` output (flat, each entry with its ``traceAddress``, the same 0-based path) is
+turned into the same trees by :func:`trees_from_parity`.
 
 What counts as a value transfer (``callTracer`` frame types):
 
