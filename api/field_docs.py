@@ -156,8 +156,10 @@ BY_NAME: dict[str, tuple[str, Any]] = {
     "pending_incoming": ("Deposits seen on chain, not final yet.", None),
     "pending_outgoing": ("Withdrawals reserved and not settled yet.", None),
     "planned": ("Movements planned.", 3),
-    "position": ("Position of the transfer in its receipt: ``call:0`` for the transaction's "
-                 "value, ``log:N`` for the log with index N.", "log:2"),
+    "position": ("Position of the transfer in its transaction: ``call:0`` for the "
+                 "transaction's value, ``log:N`` for the log with index N of its receipt, "
+                 "``call:0.I.J...`` for value moved by an internal call (its path in the call "
+                 "tree, child indices 0-based).", "log:2"),
     "posted": ("The posted balance.", None),
     "posting_id": ("The ledger posting's id.", 5678),
     "postings": ("The transaction's postings.", None),

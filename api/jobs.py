@@ -595,7 +595,8 @@ def expected_of(chain: ChainConfig) -> ChainExpected:
     from chains.probe import ChainExpected, TokenExpected
 
     return ChainExpected(chain.name, chain.chain_id, tuple(
-        TokenExpected(t.contract, t.decimals, t.symbol) for t in chain.tokens))
+        TokenExpected(t.contract, t.decimals, t.symbol) for t in chain.tokens),
+        trace_internal=chain.trace_internal, trace_method=chain.trace_method)
 
 
 def check_chain(chain: ChainConfig) -> ProbeReport:

@@ -25,7 +25,8 @@ from ledger.service import UserBalance
 CHAIN_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 ASSET_PATTERN = r"^[A-Z0-9][A-Z0-9._-]{0,31}$"
 TX_HASH_PATTERN = r"^0x[0-9a-fA-F]{64}$"
-POSITION_PATTERN = r"^(log|call):[0-9]{1,9}$"
+#: ``log:N``, ``call:0`` or an internal call's path ``call:0.<i>.<j>...`` (chains.traces).
+POSITION_PATTERN = r"^(log:[0-9]{1,9}|call:[0-9]{1,9}(\.[0-9]{1,9}){0,1024})$"
 MINOR_PATTERN = r"^[0-9]{1,40}$"
 Text = Annotated[str, Field(min_length=1, max_length=500)]
 MinorUnits = Annotated[str, Field(pattern=MINOR_PATTERN, examples=["30000000"],

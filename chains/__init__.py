@@ -15,6 +15,9 @@ Modules:
 - :mod:`chains.evm` — decoding ERC-20 ``Transfer`` logs and native value transfers into
   :class:`~chains.model.ObservedTransfer` with a stable position (``"log:<n>"``, the index in
   the transaction receipt's logs; ``"call:0"`` for the top-level value), plus ABI helpers.
+- :mod:`chains.traces` — internal native transfers from a ``callTracer`` call tree (pure):
+  position ``"call:0.<i>.<j>..."``, the 0-based path below the top call; failed subtrees
+  dropped, ``SELFDESTRUCT`` and ``CREATE`` with value counted, delegate and static calls not.
 - :mod:`chains.probe` — the configuration checked against the node before a chain runs:
   ``eth_chainId`` and each token's ``decimals()`` compared (a pure
   :func:`~chains.probe.compare`), each token's ``symbol()`` recorded (string or bytes32).

@@ -6,8 +6,9 @@ Input is the node's raw JSON (receipts, logs, transactions from :mod:`chains.rpc
 - ERC-20: ``"log:<n>"`` where ``n`` is the log's index inside its transaction receipt's
   ``logs`` list. Never the block-wide ``logIndex``: that one changes when a reorged transaction
   lands again in another block behind other transactions, while the receipt index does not.
-- Native coin: ``"call:0"`` for the transaction's own top-level ``value``. Internal calls
-  (traces) would get other ``call:`` paths; they are not decoded here.
+- Native coin: ``"call:0"`` for the transaction's own top-level ``value``. Value moved by
+  internal calls has the call-tree path ``"call:0.<i>.<j>..."``; it is decoded from traces by
+  :mod:`chains.traces`.
 
 Only well-formed ERC-20 ``Transfer`` logs are decoded: topic0 =
 ``keccak("Transfer(address,address,uint256)")``, exactly three topics (from and to indexed) and
@@ -123,8 +124,8 @@ def decode_native_transfer(
     """The top-level native value transfer of a transaction (position ``"call:0"``), or None.
 
     None when the value is zero, the transaction creates a contract (no ``to``), or it
-    reverted (the value did not move). Value moved by internal calls needs traces and is
-    not covered here.
+    reverted (the value did not move). Value moved by internal calls needs traces
+    (:mod:`chains.traces`).
     """
     value = _hex_int(tx.get("value", "0x0"))
     to = tx.get("to")

@@ -412,7 +412,8 @@ def parse_position(position: str) -> tuple[str, int]:
     """Split a position string into its kind and index: ``"log:2"`` -> ``("log", 2)``.
 
     Kinds: ``log`` (a token transfer's index in the receipt logs) and ``call`` (``call:0`` is
-    the transaction's own value transfer).
+    the transaction's own value transfer). An internal call's path (``call:0.2.1``) is not
+    one index: read it with :func:`chains.traces.parse_call_path` (ValueError here).
     """
     kind, sep, index = position.partition(":")
     if kind not in ("log", "call") or not sep or not index.isdigit():
@@ -427,7 +428,8 @@ class ObservedTransfer:
     ``token`` is the token contract address, or None for the native coin. Addresses and hashes
     are lower-case hex. ``value`` is the exact on-chain integer in the token's smallest unit (it
     may exceed 2**127: range checks belong to the ledger side). ``position`` is
-    ``"log:<n>"`` or ``"call:0"``; see :func:`log_position`. ``log_index`` is the block-wide
+    ``"log:<n>"``, ``"call:0"`` or an internal call's ``"call:0.<i>..."``; see
+    :func:`log_position` and :mod:`chains.traces`. ``log_index`` is the block-wide
     index, kept only for diagnostics (None for native transfers).
     """
 

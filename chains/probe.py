@@ -10,7 +10,12 @@ batch request:
   ``decimals``;
 - each listed token's ``symbol()`` (selector ``0x95d89b41``), recorded (ABI ``string``, or the
   ``bytes32`` some old tokens return). It is never a reason to refuse: tokens are identified by
-  contract, and the configured symbol is only used to recognise fakes.
+  contract, and the configured symbol is only used to recognise fakes;
+- with ``trace_internal`` on, whether the node answers the chain's ``trace_method``
+  (``debug_traceBlockByHash`` with the ``callTracer``, or ``trace_block``) on the ``latest``
+  block (read in the same batch): the watcher
+  needs it for every block that ran code, so a node without it refuses the chain. With it off
+  the finding is recorded (internal transfers are not detected), never a reason to refuse.
 
 :func:`compare` is pure (configured values and observed values in, findings out);
 :func:`observe` does the reads; :func:`probe` does both. A node that cannot be reached raises
@@ -50,6 +55,10 @@ class ChainExpected:
     chain: str
     chain_id: int
     tokens: tuple[TokenExpected, ...] = ()
+    #: ``trace_internal`` of the chain: the node must answer the tracer ...
+    trace_internal: bool = False
+    #: ... through the chain's ``trace_method``.
+    trace_method: str = "debug_traceBlockByHash"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +78,18 @@ class Observed:
 
     chain_id: int
     tokens: Mapping[str, TokenObserved]
+    #: Whether the tracer was asked; then None when it answered, else why not.
+    tracer_asked: bool = False
+    tracer_problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One compared (or recorded) field.
 
-    ``field`` is ``chain_id``, ``token <contract> decimals`` or ``token <contract> symbol``.
-    ``checked`` False: recorded only (the symbol), never a mismatch.
+    ``field`` is ``chain_id``, ``token <contract> decimals``, ``token <contract> symbol`` or
+    ``trace_internal``. ``checked`` False: recorded only (the symbol, tracing turned off),
+    never a mismatch.
     """
 
     chain: str
@@ -99,7 +112,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class ProbeReport:
-    """Every finding of one chain, in a fixed order (chain id, then each token)."""
+    """Every finding of one chain, in a fixed order (chain id, tracing, then each token)."""
 
     chain: str
     findings: tuple[Finding, ...]
@@ -124,7 +137,8 @@ def compare(expected: ChainExpected, observed: Observed) -> ProbeReport:
     """The findings of ``expected`` against ``observed`` (pure)."""
     name = expected.chain
     findings = [Finding(name, "chain_id", str(expected.chain_id), str(observed.chain_id),
-                        expected.chain_id == observed.chain_id)]
+                        expected.chain_id == observed.chain_id),
+                _tracer_finding(expected, observed)]
     for token in expected.tokens:
         seen = observed.tokens.get(token.contract)
         if seen is None:
@@ -138,6 +152,23 @@ def compare(expected: ChainExpected, observed: Observed) -> ProbeReport:
         findings.append(Finding(name, f"token {token.contract} symbol", repr(token.symbol),
                                 got_symbol, seen.symbol is not None, checked=False))
     return ProbeReport(name, tuple(findings))
+
+
+def _tracer_finding(expected: ChainExpected, observed: Observed) -> Finding:
+    if not expected.trace_internal:
+        return Finding(expected.chain, "trace_internal", "false",
+                       "not asked: ETH paid by internal calls is not detected", True,
+                       checked=False)
+    if not observed.tracer_asked:
+        return Finding(expected.chain, "trace_internal", "true", "nothing (not read)", False)
+    if observed.tracer_problem is not None:
+        return Finding(expected.chain, "trace_internal", "true",
+                       f"no tracer ({observed.tracer_problem}): use a node with "
+                       f"{expected.trace_method}, another trace_method, or set "
+                       "trace_internal = false", False)
+    what = ("trace_block answers" if expected.trace_method == "trace_block"
+            else "debug_traceBlockByHash with callTracer answers")
+    return Finding(expected.chain, "trace_internal", "true", what, True)
 
 
 def decode_uint(result: str) -> int:
@@ -208,26 +239,50 @@ def _outcome(outcome: Any, decode: Callable[[str], T]) -> tuple[T | None, str | 
         return None, str(exc)[:200]
 
 
-def observe(rpc: RpcClient, contracts: Sequence[str]) -> Observed:
+def observe(rpc: RpcClient, contracts: Sequence[str], *, tracer: bool = False,
+            trace_method: str = "debug_traceBlockByHash") -> Observed:
     """Read ``eth_chainId`` and each contract's ``decimals()`` and ``symbol()`` in one batch
-    (``rpc`` carries the chain's timeout and retry budget). RpcUnavailable when the node does
-    not answer; RpcResponseInvalid when its chain id is not a quantity."""
+    (``rpc`` carries the chain's timeout and retry budget), then, with ``tracer``, trace the
+    latest block. RpcUnavailable when the node does not answer; RpcResponseInvalid when its
+    chain id is not a quantity."""
     calls = [RpcCall("eth_chainId")]
+    if tracer:
+        calls.append(RpcCall("eth_getBlockByNumber", ["latest", False]))
     for contract in contracts:
         calls += [_call(contract, DECIMALS_SELECTOR), _call(contract, SYMBOL_SELECTOR)]
     outcomes = rpc.batch(calls)
     if isinstance(outcomes[0], RpcError):
         raise RpcResponseInvalid(f"eth_chainId: {outcomes[0].message}")
     chain_id = from_quantity(outcomes[0])
+    tracer_problem = _tracer_problem(rpc, outcomes.pop(1), trace_method) if tracer else None
     tokens: dict[str, TokenObserved] = {}
     for i, contract in enumerate(contracts):
         decimals, decimals_problem = _outcome(outcomes[1 + 2 * i], decode_uint)
         symbol, symbol_problem = _outcome(outcomes[2 + 2 * i], decode_symbol)
         tokens[contract] = TokenObserved(contract, decimals, symbol, decimals_problem,
                                          symbol_problem)
-    return Observed(chain_id, tokens)
+    return Observed(chain_id, tokens, tracer, tracer_problem)
+
+
+def _tracer_problem(rpc: RpcClient, latest: Any, method: str) -> str | None:
+    """Why the node cannot trace the ``latest`` block it just returned with ``method``
+    (``debug_traceBlockByHash`` or ``trace_block``; None: it can)."""
+    if not isinstance(latest, Mapping) or not isinstance(latest.get("hash"), str):
+        return f"no latest block to trace: {latest!r:.80}"
+    call = (RpcCall("trace_block", [latest.get("number")]) if method == "trace_block"
+            else RpcCall("debug_traceBlockByHash", [latest["hash"], {"tracer": "callTracer"}]))
+    outcome = rpc.batch([call])[0]
+    if isinstance(outcome, RpcError):
+        if outcome.retryable:
+            raise RpcUnavailable(f"{method}: {outcome.message}")
+        return f"{method}: {outcome.message}"[:200]
+    if not isinstance(outcome, list):
+        return f"{method} answered {outcome!r:.80}"
+    return None
 
 
 def probe(rpc: RpcClient, expected: ChainExpected) -> ProbeReport:
     """Read the node and compare it with ``expected`` (RpcUnavailable: node unreachable)."""
-    return compare(expected, observe(rpc, [t.contract for t in expected.tokens]))
+    return compare(expected, observe(rpc, [t.contract for t in expected.tokens],
+                                     tracer=expected.trace_internal,
+                                     trace_method=expected.trace_method))

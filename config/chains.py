@@ -28,6 +28,14 @@ Our own addresses besides the users' deposit addresses: ``[chains.<name>]`` may 
 no key in the engine). The payout hot wallet of ``[withdrawals.hot_wallets.<name>]`` in the
 same document, when present, is a hot address of that chain automatically, so a file written
 before these keys existed keeps working. An address may not be both hot and cold.
+
+``trace_internal`` (default ``true``): native transfers made by internal calls (a batch payout
+contract, a Safe, a router paying one of our addresses) are found with the node's
+``callTracer``; their position is the call-tree path ``call:0.<i>...`` (``chains.traces``). Set
+it to ``false`` for a node without tracing: such deposits are then missed. ``trace_method``
+picks the node call: ``debug_traceBlockByHash`` (default, every major client) or
+``trace_block`` (parity style: reth, erigon, nethermind; no geth), which is about ten times
+cheaper on anvil (``bench/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -49,6 +57,10 @@ _ASSET = re.compile(r"^[A-Z0-9][A-Z0-9._-]{0,31}$")
 _CONTRACT = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _RULE = re.compile(r"^(finalized|confirmations:[1-9][0-9]{0,5})$")
 ATTESTORS = frozenset({"node", "provider"})
+#: How a block's call traces are read: geth-style ``debug_traceBlockByHash`` with the
+#: ``callTracer`` (geth, reth, erigon, nethermind, anvil) or parity-style ``trace_block``
+#: (reth, erigon, nethermind, anvil; not geth), much cheaper where the node keeps traces.
+TRACE_METHODS = frozenset({"debug_traceBlockByHash", "trace_block"})
 ADDRESS_SOURCE_KINDS = frozenset({"mnemonic", "xpub"})
 
 
@@ -151,6 +163,13 @@ class ChainConfig:
     #: Deposits re-read per step of the job (bounded RPC per step: at most this many blocks
     #: and receipts).
     recheck_batch_max: int = 200
+    #: Detect ETH paid to our addresses by internal calls (batch payouts, Safe wallets,
+    #: routers) with the node's ``callTracer`` (``debug_traceBlockByHash``). On by default:
+    #: without it those deposits are never seen. Turn it off only for a node that offers no
+    #: tracing (the watcher then says so when it starts, ``custody config check`` reports it).
+    trace_internal: bool = True
+    #: One of ``TRACE_METHODS``: the node call that reads a block's traces.
+    trace_method: str = "debug_traceBlockByHash"
 
     def address_kind(self, address: str) -> str | None:
         """``"hot"`` or ``"cold"`` for one of our own addresses (any case), else None."""
@@ -214,6 +233,22 @@ def _int(raw: Mapping[str, Any], key: str, where: str, *, default: int | None = 
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigurationInvalid(f"{where}.{key} must be an integer in [{low}, {high}]")
     return value
+
+
+def _bool(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigurationInvalid(f"{where}.{key} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(raw: Mapping[str, Any], key: str, where: str, choices: frozenset[str], *,
+            default: str) -> str:
+    value = raw.get(key, default)
+    if value not in choices:
+        raise ConfigurationInvalid(f"{where}.{key} must be one of {sorted(choices)}, got "
+                                   f"{value!r}")
+    return str(value)
 
 
 def _text(raw: Mapping[str, Any], key: str, where: str, *, pattern: re.Pattern[str] | None = None,
@@ -381,6 +416,9 @@ def _parse_chain(name: str, raw: Any, assets: Mapping[str, AssetConfig],
         recheck_age_s=_int(raw, "recheck_age_s", where, default=86_400, high=10 * 366 * 86_400),
         recheck_batch_max=_int(raw, "recheck_batch_max", where, default=200, low=1,
                                high=10_000),
+        trace_internal=_bool(raw, "trace_internal", where, default=True),
+        trace_method=_choice(raw, "trace_method", where, TRACE_METHODS,
+                             default="debug_traceBlockByHash"),
     )
 
 

@@ -7,7 +7,10 @@ Design in brief (DESIGN.md section 5):
   transfer to an address we don't know is not ours and is not recorded.
 - A deposit is keyed by (chain, tx hash, position): ``log:<n>`` is the index of the ERC-20
   ``Transfer`` in the transaction receipt's logs (never the block-wide ``logIndex``), ``call:0``
-  the transaction's own native value. Several transfers in one receipt are several deposits.
+  the transaction's own native value, ``call:0.<i>.<j>...`` native value moved by an internal
+  call (its 0-based path in the call tree, from the node's ``callTracer`` when the chain's
+  ``trace_internal`` is on; ``chains.traces``). Several transfers in one transaction are
+  several deposits.
 - ``deposit_events`` is the append-only history (the database refuses UPDATE/DELETE/TRUNCATE);
   ``deposits`` holds each deposit's immutable facts and its current state, a projection moved
   in the same transaction as each history row. ``model.transition`` is the only thing that

@@ -5,7 +5,8 @@ Two implementations of :class:`Attestor`:
 - :class:`NodeReceiptAttestor` (default) re-reads each receipt from a node (ideally an
   independent one) and checks that its block is final there too (at or below the node's
   finalized block, or deep enough) and that the transfer at the deposit's position has the
-  same token, recipient and value.
+  same token, recipient and value. An internal transfer (``call:0.<i>...``) is checked in the
+  transaction's call trace, re-read from that node (``debug_traceTransaction``, callTracer).
 - :class:`ProviderAttestor` compares with the custody provider's per-deposit record, delivered
   as notifications stored in ``provider_inbox`` (unique event id) before processing.
 
@@ -22,16 +23,23 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import Engine
 
-from chains.evm import decode_native_transfer, is_erc20_transfer_log, transfer_from_log
+from chains.evm import (
+    decode_native_transfer,
+    is_erc20_transfer_log,
+    receipt_succeeded,
+    transfer_from_log,
+)
 from chains.model import (
     BlockHeader,
     FinalityPolicy,
     FinalityRule,
+    ObservedTransfer,
     evaluate_deposit_finality,
     parse_position,
     same_hash,
 )
 from chains.rpc import RpcCall, RpcClient, from_quantity, to_quantity
+from chains.traces import find_transfer, parse_call_path, trees_from_parity
 from config.uow import UnitOfWork
 from deposits import repository as repo
 from deposits.repository import DepositRecord
@@ -69,11 +77,15 @@ class NodeReceiptAttestor:
 
     name = "node"
 
-    def __init__(self, rpc: RpcClient, rule: FinalityRule | FinalityPolicy) -> None:
+    def __init__(self, rpc: RpcClient, rule: FinalityRule | FinalityPolicy, *,
+                 trace_method: str = "debug_traceBlockByHash") -> None:
         self.rpc = rpc
         #: The chain's rule and its amount thresholds: a deposit must be final on the
         #: attesting node under the rule its amount selects.
         self.policy = rule if isinstance(rule, FinalityPolicy) else FinalityPolicy(rule)
+        #: The chain's ``trace_method``: internal transfers are re-read with its per-
+        #: transaction form (``debug_traceTransaction`` or ``trace_transaction``).
+        self.trace_method = trace_method
 
     def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
         """See the class docstring.
@@ -89,10 +101,14 @@ class NodeReceiptAttestor:
         finalized = self.rpc.get_block("finalized")
         heights = sorted({d.block_number for d in deposits if d.block_number is not None})
         natives = sorted({d.tx_hash for d in deposits if d.position.startswith("call:")})
+        internal = sorted({d.tx_hash for d in deposits if parse_call_path(d.position)})
         answers = self.rpc.batch_results(
             [RpcCall("eth_getBlockReceipts", [to_quantity(h)]) for h in heights]
-            + [RpcCall("eth_getTransactionByHash", [h]) for h in natives])
-        txs = dict(zip(natives, answers[len(heights):], strict=True))
+            + [RpcCall("eth_getTransactionByHash", [h]) for h in natives]
+            + [self._trace_call(h) for h in internal])
+        txs = dict(zip(natives, answers[len(heights):len(heights) + len(natives)], strict=True))
+        traces = {h: self._tree(h, answer) for h, answer
+                  in zip(internal, answers[len(heights) + len(natives):], strict=True)}
         receipts: dict[str, dict[str, Any]] = {}
         canonical: dict[int, str] = {}
         for height, block_receipts in zip(heights, answers[:len(heights)], strict=True):
@@ -108,11 +124,27 @@ class NodeReceiptAttestor:
                 verdicts[d.id] = Attestation(Verdict.PENDING, "receipt_missing")
                 continue
             verdicts[d.id] = self._judge(d, receipt, tx, head, finalized,
-                                         canonical.get(from_quantity(receipt["blockNumber"])))
+                                         canonical.get(from_quantity(receipt["blockNumber"])),
+                                         traces.get(d.tx_hash))
         return verdicts
 
+    def _trace_call(self, tx_hash: str) -> RpcCall:
+        if self.trace_method == "trace_block":
+            return RpcCall("trace_transaction", [tx_hash])
+        return RpcCall("debug_traceTransaction", [tx_hash, {"tracer": "callTracer"}])
+
+    def _tree(self, tx_hash: str, answer: Any) -> dict[str, Any] | None:
+        """The transaction's call tree from the answer (None: no usable trace)."""
+        if self.trace_method != "trace_block":
+            return answer if isinstance(answer, dict) else None
+        if not isinstance(answer, list) or not answer:
+            return None
+        trees = trees_from_parity(answer, str(answer[0].get("blockHash", "")))
+        return None if trees is None else trees.get(tx_hash.lower())
+
     def _judge(self, d: DepositRecord, receipt: dict[str, Any], tx: dict[str, Any], head: int,
-               finalized: BlockHeader | None, canonical_hash: str | None) -> Attestation:
+               finalized: BlockHeader | None, canonical_hash: str | None,
+               trace: dict[str, Any] | None = None) -> Attestation:
         block = from_quantity(receipt["blockNumber"])
         final, evidence = evaluate_deposit_finality(
             self.policy, asset=d.asset_code, amount_minor=d.amount_minor,
@@ -125,16 +157,33 @@ class NodeReceiptAttestor:
             return Attestation(Verdict.PENDING, "other_block", proof)
         if not final:
             return Attestation(Verdict.PENDING, "not_final_on_attestor", proof)
-        mismatch = transfer_mismatch(d, receipt, tx)
+        mismatch = transfer_mismatch(d, receipt, tx, trace, traced=True)
         return Attestation(Verdict.DISAGREED if mismatch else Verdict.AGREED, mismatch, proof)
 
 
-def transfer_mismatch(d: DepositRecord, receipt: Mapping[str, Any],
-                      tx: Mapping[str, Any]) -> str | None:
+def transfer_mismatch(d: DepositRecord, receipt: Mapping[str, Any], tx: Mapping[str, Any],
+                      trace: dict[str, Any] | None = None, *,
+                      traced: bool = False) -> str | None:
     """Which field of the chain's transfer differs from the deposit (None: all agree):
     ``transfer_missing``, ``asset_mismatch``, ``address_mismatch`` or ``amount_mismatch``.
-    ``tx`` is needed for a native transfer (``call:0``) only. ValueError on a position this
-    module cannot decode."""
+    ``tx`` is needed for a native transfer (``call:0``) only; an internal transfer
+    (``call:0.<i>...``) is looked up in ``trace``, the transaction's call tree, when the caller
+    ``traced`` it (a missing or unusable trace then counts as the transfer missing).
+    ValueError on a position this module cannot decode, and on an internal transfer whose
+    trace was not read (the re-check job reads no traces: its block check stands alone)."""
+    path = parse_call_path(d.position)
+    if path:
+        if not traced:
+            raise ValueError(f"{d.position}: an internal transfer is checked in its trace")
+        # An internal call: the transfer at that path of the attestor's own trace (a failed
+        # transaction's tree yields nothing, so a reverted transfer is "missing").
+        found = find_transfer(trace, path) if trace is not None and receipt_succeeded(receipt) \
+            else None
+        moved = None if found is None else ObservedTransfer(
+            None, found.from_address, found.to_address, found.value, d.tx_hash,
+            from_quantity(receipt["blockNumber"]), str(receipt["blockHash"]).lower(),
+            found.position)
+        return _compare(d, moved)
     kind, index = parse_position(d.position)
     if kind == "call":
         moved = decode_native_transfer(tx, receipt) if index == 0 else None
@@ -143,6 +192,11 @@ def transfer_mismatch(d: DepositRecord, receipt: Mapping[str, Any],
         log = logs[index] if index < len(logs) else None
         moved = (transfer_from_log(log, index) if log is not None and is_erc20_transfer_log(log)
                  else None)
+    return _compare(d, moved)
+
+
+def _compare(d: DepositRecord, moved: ObservedTransfer | None) -> str | None:
+    """The first field of the chain's transfer that differs from the deposit (None: none)."""
     if moved is None:
         return "transfer_missing"
     if (moved.token or None) != (d.token or None):

@@ -7,10 +7,19 @@ deposits, with no user. A scan returns only a consistent
 prefix of the range asked for: each header must build on the previous one (parent hash) and
 every receipt must belong to the header's block hash. A tip that is no longer canonical is
 reported as a reorg, never papered over.
+
+With ``trace_internal`` the blocks are also traced (``debug_traceBlockByHash`` with the
+``callTracer``, by the hash of the header just read, so the trace is of that very block; or
+``trace_block``, whose entries each name their block hash) to find
+ETH paid to our addresses by internal calls (``chains.traces``: position ``call:0.<i>...``).
+Only blocks holding a successful transaction that ran code are traced (gas used above 21,000:
+a plain transfer has no internal calls). A trace that does not match the block's receipts
+(the node switched branches between the calls) ends the accepted prefix like a receipt would.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,11 +27,20 @@ from typing import Any
 from eth_abi.abi import decode as abi_decode
 from eth_utils.crypto import keccak
 
+from chains.errors import RpcError
 from chains.evm import decode_native_transfer, decode_receipt_transfers, receipt_succeeded
 from chains.model import BlockHeader, ObservedTransfer, same_hash
 from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
+from chains.traces import block_trace_by_tx, internal_transfers, trees_from_parity
 
+log = logging.getLogger("custody.deposits.scanner")
 SYMBOL_CALLDATA = "0x" + keccak(text="symbol()")[:4].hex()
+#: Gas of a plain value transfer: a transaction that used no more ran no code, so no calls.
+PLAIN_TRANSFER_GAS = 21_000
+#: The tracer options of every trace request (geth, reth, erigon, nethermind and anvil agree).
+CALL_TRACER = {"tracer": "callTracer"}
+#: JSON-RPC "method not found" (EIP-1474): the node offers no such tracer.
+METHOD_NOT_FOUND = -32601
 LookupUsers = Callable[[Iterable[str]], Mapping[str, str]]
 
 
@@ -61,10 +79,13 @@ def scan_blocks(
     lookup_users: LookupUsers,
     is_listed: Callable[[str], bool],
     own_addresses: frozenset[str] = frozenset(),
+    trace_internal: bool = False,
+    trace_method: str = "debug_traceBlockByHash",
 ) -> ScanResult:
     """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan).
 
-    Transfers to deposit addresses (``lookup_users``) and to ``own_addresses`` are returned.
+    Transfers to deposit addresses (``lookup_users``) and to ``own_addresses`` are returned;
+    with ``trace_internal``, internal native transfers too (see the module docstring).
     """
     heights = list(range(start, end + 1))
     calls = [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]
@@ -91,7 +112,84 @@ def scan_blocks(
             break
         accepted.append((header, receipts))
         previous = header.hash
-    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses)
+    traces: dict[str, Mapping[str, Any]] = {}
+    if trace_internal:
+        accepted, traces = _trace_blocks(rpc, accepted, trace_method)
+    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses, traces)
+
+
+def _needs_trace(receipt: Mapping[str, Any]) -> bool:
+    return receipt_succeeded(receipt) and from_quantity(receipt["gasUsed"]) > PLAIN_TRANSFER_GAS
+
+
+def trace_call(method: str, header: BlockHeader) -> RpcCall:
+    """The node call reading one block's traces with ``method`` (``config.chains``'
+    ``TRACE_METHODS``): by hash with the callTracer, or ``trace_block`` by height (each of its
+    entries names its block hash, checked by :func:`match_traces`)."""
+    if method == "trace_block":
+        return RpcCall("trace_block", [to_quantity(header.number)])
+    return RpcCall("debug_traceBlockByHash", [header.hash, CALL_TRACER])
+
+
+def match_traces(method: str, answer: Any, header: BlockHeader,
+                 tx_hashes: Sequence[str]) -> dict[str, Mapping[str, Any]] | None:
+    """One block's traces as call trees by tx hash, or None if they are not of this block
+    (another hash, other transactions)."""
+    if not isinstance(answer, list):
+        return None
+    if method == "trace_block":
+        trees = trees_from_parity(answer, header.hash)
+        if trees is None or set(trees) != {h.lower() for h in tx_hashes}:
+            return None
+        return dict(trees)
+    return block_trace_by_tx(answer, tx_hashes)
+
+
+def _trace_blocks(
+    rpc: RpcClient, blocks: list[tuple[BlockHeader, list[dict[str, Any]]]], method: str
+) -> tuple[list[tuple[BlockHeader, list[dict[str, Any]]]], dict[str, Mapping[str, Any]]]:
+    """The call trees of the blocks' transactions (by tx hash) and the prefix of ``blocks``
+    whose traces match their receipts. A node without the tracer (method not found) raises
+    its RpcError; any other error on a block (its hash no longer known) ends the prefix."""
+    wanted = [(i, header) for i, (header, receipts) in enumerate(blocks)
+              if any(_needs_trace(r) for r in receipts)]
+    if not wanted:
+        return blocks, {}
+    answers = rpc.batch([trace_call(method, header) for _, header in wanted])
+    traces: dict[str, Mapping[str, Any]] = {}
+    for (i, header), answer in zip(wanted, answers, strict=True):
+        receipts = blocks[i][1]
+        if isinstance(answer, RpcError) and (answer.rpc_code == METHOD_NOT_FOUND
+                                             or answer.retryable):
+            # No tracer on this node (or rate limited past every retry): nothing to cut to.
+            raise RpcError(f"{method}: {answer.message}", rpc_code=answer.rpc_code,
+                           data=answer.data, retryable=answer.retryable)
+        matched = None if isinstance(answer, RpcError) else match_traces(
+            method, answer, header, [str(r["transactionHash"]) for r in receipts])
+        if matched is None:
+            # Another block than the one read (a reorg between the calls: the hash is gone,
+            # or other transactions): keep the prefix, the next step reads on from there.
+            # Said, because a node whose traces never match would stop the scan here.
+            log.warning("block %d %s: no traces matching its receipts (%s); the scan stops "
+                        "below it", header.number, header.hash,
+                        answer.message if isinstance(answer, RpcError) else "other block")
+            return blocks[:i], traces
+        traces.update(matched)
+    return blocks, traces
+
+
+def _internal(receipt: Mapping[str, Any], traces: Mapping[str, Mapping[str, Any]]
+              ) -> list[ObservedTransfer]:
+    """Every internal native transfer of one traced receipt (to anyone: filtered later)."""
+    tx_hash = str(receipt["transactionHash"]).lower()
+    tree = traces.get(tx_hash)
+    if tree is None or not receipt_succeeded(receipt):
+        return []
+    return [ObservedTransfer(
+        token=None, from_address=t.from_address, to_address=t.to_address, value=t.value,
+        tx_hash=tx_hash, block_number=from_quantity(receipt["blockNumber"]),
+        block_hash=str(receipt["blockHash"]).lower(), position=t.position)
+        for t in internal_transfers(tree)]
 
 
 def _decode(
@@ -100,6 +198,7 @@ def _decode(
     lookup_users: LookupUsers,
     is_listed: Callable[[str], bool],
     own_addresses: frozenset[str] = frozenset(),
+    traces: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ScanResult:
     tokens: list[ObservedTransfer] = []
     native_receipts: list[dict[str, Any]] = []
@@ -108,6 +207,10 @@ def _decode(
             tokens.extend(decode_receipt_transfers(receipt))
             if receipt.get("to") and receipt_succeeded(receipt):
                 native_receipts.append(receipt)
+            if traces:
+                # Internal native transfers ride with the token transfers: same filtering
+                # by recipient, same transaction checks, their own call-tree positions.
+                tokens.extend(_internal(receipt, traces))
     candidates = {t.to_address for t in tokens} | {str(r["to"]).lower() for r in native_receipts}
     users = dict(lookup_users(candidates - own_addresses))
     mine = set(users) | (candidates & own_addresses)

@@ -4,7 +4,8 @@ A step (``Watcher.step``) holds the chain's advisory lock (one step per chain ac
 and runs these phases; node calls always happen between database transactions, never inside:
 
 1. scan: read up to ``scan_blocks_max`` blocks above the cursor tip (headers and
-   ``eth_getBlockReceipts`` in one batch, transactions of our transfers in another); if the tip
+   ``eth_getBlockReceipts`` in one batch, with ``trace_internal`` the call traces of the blocks
+   that ran code in a second, transactions of our transfers in another); if the tip
    is no longer canonical, find the common ancestor and rewind instead (deposits above it go
    back to unconfirmed; credited ones open a case). Record the transfers to our addresses and
    advance the cursor in ONE transaction; a new deposit whose block is already final under the
@@ -129,7 +130,8 @@ class Watcher:
                 attestor = ProviderAttestor(engine)
             else:
                 url = self.chain.attestor_rpc_url or self.chain.rpc_url
-                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.policy)
+                attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.policy,
+                                               trace_method=self.chain.trace_method)
         self.attestor = attestor
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max
@@ -143,6 +145,10 @@ class Watcher:
                                                thread_name_prefix=f"settle-{self.chain.name}")
         #: The last step did not reach the head: the next one settles while it scans.
         self._behind = False
+        if not self.chain.trace_internal:
+            log.warning("%s: trace_internal is off: ETH paid by internal calls (batch payouts, "
+                        "contract wallets, routers) is not detected on this chain",
+                        self.chain.name)
 
     def close(self) -> None:
         """Stop the prefetch thread and close the node clients it owns."""
@@ -257,6 +263,8 @@ class Watcher:
         return _Fetched(heads, scan_blocks(rpc, tip, start, max(end, start - 1),
                                            lookup_users=lookup,
                                            own_addresses=self.chain.own_addresses,
+                                           trace_internal=self.chain.trace_internal,
+                                           trace_method=self.chain.trace_method,
                                            is_listed=lambda c: self.chain.token(c) is not None))
 
     def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:

@@ -3005,7 +3005,7 @@ CREATE TABLE public.deposits (
     CONSTRAINT deposits_address_kind_check CHECK ((address_kind = ANY (ARRAY['deposit'::text, 'hot'::text, 'cold'::text]))),
     CONSTRAINT deposits_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
     CONSTRAINT deposits_booking_check CHECK ((booking = ANY (ARRAY['user'::text, 'suspense'::text, 'review'::text, 'ignore'::text, 'own'::text]))),
-    CONSTRAINT deposits_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
+    CONSTRAINT deposits_position_check CHECK (("position" ~ '^(log:[0-9]+|call:[0-9]+(\.[0-9]+)*)$'::text)),
     CONSTRAINT deposits_state_check CHECK ((state = ANY (ARRAY['included'::text, 'unconfirmed'::text, 'final'::text, 'credited'::text, 'suspense'::text, 'held_for_review'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'internal'::text, 'capital'::text]))),
     CONSTRAINT deposits_token_check CHECK ((token ~ '^0x[0-9a-f]{40}$'::text)),
     CONSTRAINT deposits_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text)),
@@ -3255,7 +3255,7 @@ CREATE TABLE public.internal_transfers (
     reference text NOT NULL,
     recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     CONSTRAINT internal_transfers_kind_check CHECK ((kind = ANY (ARRAY['sweep'::text, 'gas_top_up'::text, 'cold_transfer'::text, 'hot_transfer'::text]))),
-    CONSTRAINT internal_transfers_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
+    CONSTRAINT internal_transfers_position_check CHECK (("position" ~ '^(log:[0-9]+|call:[0-9]+(\.[0-9]+)*)$'::text)),
     CONSTRAINT internal_transfers_reference_check CHECK (((length(reference) >= 1) AND (length(reference) <= 200))),
     CONSTRAINT internal_transfers_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
 );
@@ -4785,7 +4785,7 @@ CREATE TABLE public.withdrawal_returns (
     recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     CONSTRAINT withdrawal_returns_amount_minor_check CHECK (((amount_minor)::numeric > (0)::numeric)),
     CONSTRAINT withdrawal_returns_booked_to_check CHECK ((booked_to = ANY (ARRAY['suspense'::text, 'user'::text]))),
-    CONSTRAINT withdrawal_returns_position_check CHECK (("position" ~ '^(log|call):[0-9]+$'::text)),
+    CONSTRAINT withdrawal_returns_position_check CHECK (("position" ~ '^(log:[0-9]+|call:[0-9]+(\.[0-9]+)*)$'::text)),
     CONSTRAINT withdrawal_returns_tx_hash_check CHECK ((tx_hash ~ '^0x[0-9a-f]{64}$'::text))
 );
 

@@ -76,6 +76,20 @@ def test_a_good_configuration_exits_0_with_a_table_per_chain(
     assert "ok: 2 chains agree with their nodes" in out
 
 
+def test_tracing_off_is_reported_not_refused(tmp_path: Path, node: AnvilNode,
+                                            usdc: Contract) -> None:
+    doc = _doc(node.url, usdc.address)
+    doc["chains"]["mirror"]["trace_internal"] = False
+    done = custody(_write(tmp_path, doc), "--json")
+    assert done.returncode == 0, done.stderr
+    chains = {c["chain"]: c for c in json.loads(done.stdout)["chains"]}
+    (off,) = [f for f in chains["mirror"]["findings"] if f["field"] == "trace_internal"]
+    assert (off["configured"], off["checked"]) == ("false", False)
+    assert off["observed"] == "not asked: ETH paid by internal calls is not detected"
+    (on,) = [f for f in chains["devnet"]["findings"] if f["field"] == "trace_internal"]
+    assert (on["configured"], on["checked"], on["ok"]) == ("true", True, True)
+
+
 def test_json_parses_and_says_what_was_read(tmp_path: Path, node: AnvilNode,
                                            usdc: Contract) -> None:
     done = custody(_write(tmp_path, _doc(node.url, usdc.address, withdrawals=False)), "--json")
@@ -86,6 +100,9 @@ def test_json_parses_and_says_what_was_read(tmp_path: Path, node: AnvilNode,
     assert (devnet["chain"], devnet["ok"], devnet["reachable"]) == ("devnet", True, True)
     assert devnet["findings"] == [
         {"field": "chain_id", "configured": "31337", "observed": "31337", "ok": True,
+         "checked": True},
+        {"field": "trace_internal", "configured": "true",
+         "observed": "debug_traceBlockByHash with callTracer answers", "ok": True,
          "checked": True},
         {"field": f"token {usdc.address} decimals", "configured": "6", "observed": "6",
          "ok": True, "checked": True},

@@ -111,3 +111,14 @@ def test_range_patterns_match_exactly_the_integers_on_their_side(bound: int) -> 
         assert bool(hi.match(str(n))) is (n <= bound), (bound, n)
     for bad in ("0", "-5", "01", f"0{bound}", f"{bound}.0", ""):
         assert not lo.match(bad) and not hi.match(bad), bad
+
+
+@pytest.mark.parametrize(("text", "accepted"), [
+    ("log:0", True), ("call:0", True), ("call:0.2.1", True), ("call:0.0", True),
+    ("call:0.", False), ("call:0..1", False), ("log:0.1", False), ("call:-1", False),
+    ("call:0." + ".".join(["1"] * 1024), True), ("call:0." + ".".join(["1"] * 1025), False),
+])
+def test_positions_include_internal_call_paths(text: str, accepted: bool) -> None:
+    from api.schemas import POSITION_PATTERN
+
+    assert bool(re.fullmatch(POSITION_PATTERN, text)) is accepted

@@ -44,7 +44,7 @@ class TestCompare:
         report = compare(_expected(), _observed())
         assert report.ok and report.mismatches == ()
         assert [f.field for f in report.findings] == [
-            "chain_id", f"token {USDC} decimals", f"token {USDC} symbol"]
+            "chain_id", "trace_internal", f"token {USDC} decimals", f"token {USDC} symbol"]
         assert report.symbols() == {USDC: "'USDC'"}
 
     def test_wrong_chain_id_is_one_line_naming_chain_field_and_both_values(self) -> None:
@@ -62,6 +62,21 @@ class TestCompare:
         [mismatch] = compare(_expected(), _observed(decimals=None)).mismatches
         assert mismatch.field == f"token {USDC} decimals"
         assert mismatch.observed == "nothing (reverted)"
+
+    def test_tracing_on_without_a_tracer_refuses_the_chain(self) -> None:
+        expected = ChainExpected("dev", 31337, trace_internal=True)
+        observed = Observed(31337, {}, tracer_asked=True,
+                            tracer_problem="debug_traceBlockByHash: Method not found")
+        (mismatch,) = compare(expected, observed).mismatches
+        assert mismatch.line().startswith(
+            "chain dev: trace_internal is true in the configuration, the node says no "
+            "tracer (debug_traceBlockByHash: Method not found)")
+        assert compare(expected, Observed(31337, {}, tracer_asked=True)).ok
+
+    def test_tracing_off_is_recorded_never_refused(self) -> None:
+        report = compare(ChainExpected("dev", 31337), Observed(31337, {}))
+        (finding,) = [f for f in report.findings if f.field == "trace_internal"]
+        assert report.ok and not finding.checked and finding.configured == "false"
 
     def test_another_symbol_is_recorded_never_refused(self) -> None:
         report = compare(_expected(), _observed(symbol="USDT"))
@@ -138,6 +153,19 @@ class TestAgainstAnvil:
             "nothing (empty answer: no contract at this address?)",
         ]
         assert observed.tokens[nothing].symbol is None
+
+    def test_the_tracer_is_asked_when_tracing_is_on(self, anvil_session: AnvilNode) -> None:
+        with RpcClient(anvil_session.url, rpc_timeout_ms=5000, retries_max=1) as rpc:
+            on = probe(rpc, ChainExpected("dev", 31337, trace_internal=True))
+            off = probe(rpc, ChainExpected("dev", 31337, trace_internal=False))
+            parity = probe(rpc, ChainExpected("dev", 31337, trace_internal=True,
+                                              trace_method="trace_block"))
+        assert parity.ok and "trace_block answers" in [f.observed for f in parity.findings]
+        (traced,) = [f for f in on.findings if f.field == "trace_internal"]
+        assert on.ok and (traced.checked, traced.ok, traced.configured) == (True, True, "true")
+        (untraced,) = [f for f in off.findings if f.field == "trace_internal"]
+        assert off.ok and (untraced.checked, untraced.configured) == (False, "false")
+        assert "not detected" in untraced.observed
 
     def test_an_unreachable_node_raises_rpc_unavailable(self) -> None:
         url = f"http://127.0.0.1:{free_port()}"

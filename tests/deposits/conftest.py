@@ -54,7 +54,8 @@ class Rig:
     attestor: str = "node"
     chain: str = "dev"
     users: dict[str, str] = field(default_factory=dict)
-    #: Further keys of the chain's table (``finality_by_amount``, ``cursor_keep``, ...).
+    #: Further keys of the chain's table (``finality_by_amount``, ``cursor_keep``,
+    #: ``trace_internal``, ...).
     chain_options: dict[str, Any] = field(default_factory=dict)
     _watcher: Watcher | None = None
 

@@ -56,6 +56,7 @@ class TestLoad:
             "ETH", 100 * 10**18, "confirmations:12")
         assert (thousand.at_least_minor, thousand.finality) == (1000 * 10**18, "finalized")
         assert (eth.recheck_blocks, eth.recheck_age_s, eth.recheck_batch_max) == (0, 86_400, 200)
+        assert eth.trace_internal and not config.chain("base").trace_internal
 
     def test_from_environment_variable(self, tmp_path: Path) -> None:
         path = tmp_path / "c.toml"
@@ -63,6 +64,15 @@ class TestLoad:
                         'rpc_url = "http://x"\nfinality = "finalized"\nnative_asset = "ETH"\n')
         with _env("CUSTODY_CONFIG", str(path)):
             assert load_chains_config().chain("dev").native_decimals == 18
+
+    def test_trace_internal_defaults_on(self) -> None:
+        assert parse_chains_config(_base()).chain("dev").trace_internal is True
+        config = _base()
+        config["chains"]["dev"]["trace_internal"] = False
+        assert parse_chains_config(config).chain("dev").trace_internal is False
+        assert parse_chains_config(_base()).chain("dev").trace_method == "debug_traceBlockByHash"
+        config["chains"]["dev"]["trace_method"] = "trace_block"
+        assert parse_chains_config(config).chain("dev").trace_method == "trace_block"
 
     def test_token_parsed_and_lower_cased(self) -> None:
         token = parse_chains_config(_base()).chain("dev").tokens[0]
@@ -80,6 +90,9 @@ class TestRefuse:
         lambda c: c["chains"]["dev"]["tokens"][0].update(minimum="0.0000001"),
         lambda c: c["chains"]["dev"]["tokens"].append(dict(c["chains"]["dev"]["tokens"][0])),
         lambda c: c["chains"]["dev"].update(attestor="oracle"),
+        lambda c: c["chains"]["dev"].update(trace_internal="yes"),
+        lambda c: c["chains"]["dev"].update(trace_internal=1),
+        lambda c: c["chains"]["dev"].update(trace_method="trace_filter"),
         lambda c: c["assets"].update(ETH={"scale": 40}),
     ])
     def test_invalid(self, change: object) -> None:

@@ -82,3 +82,23 @@ class TestAddresses:
             a = service.assign_address(uow, "evm", "alice", xpub)
             uow.commit()
         assert a == MnemonicAddressSource(DEV_MNEMONIC, account=1).address_for(0).lower()
+
+
+class TestPositions:
+    @pytest.mark.parametrize(("position", "accepted"), [
+        ("log:3", True), ("call:0", True), ("call:0.2.1", True),
+        ("call:0.", False), ("call:0..1", False), ("log:0.1", False), ("call:0.x", False),
+    ])
+    def test_call_paths_accepted_malformed_positions_refused(
+            self, engine: Engine, position: str, accepted: bool) -> None:
+        insert = sa.text(
+            "INSERT INTO deposits (chain, tx_hash, position, from_address, to_address, value, "
+            "booking, state, last_event_id) VALUES ('dev', :t, :p, '0x1', '0x2', 1, 'ignore', "
+            "'ignored', 0)")
+        if accepted:
+            with engine.begin() as conn:
+                conn.execute(insert, {"t": TX, "p": position})
+            return
+        with pytest.raises(sa_exc.DBAPIError) as raised, engine.begin() as conn:
+            conn.execute(insert, {"t": TX, "p": position})
+        assert sqlstate(raised.value) == "23514"  # check_violation
