@@ -89,6 +89,13 @@ class WebhookEndpointInvalid(CustodyError):
     code = "webhook_endpoint_invalid"
 
 
+class WebhookEndpointDisabled(ApiError):
+    """The webhook endpoint is disabled: it cannot be rotated (create a new one)."""
+
+    code = "webhook_endpoint_disabled"
+    status = 409
+
+
 class ClientNotFound(ApiError):
     """No API client has that name."""
 
@@ -272,7 +279,7 @@ def rotate_endpoint(uow: UnitOfWork, endpoint_id: int, now: datetime) -> tuple[E
     if row is None:
         raise WebhookEndpointNotFound(f"no webhook endpoint {endpoint_id}")
     if row.disabled_at is not None:
-        raise WebhookEndpointInvalid(f"webhook endpoint {endpoint_id} is disabled")
+        raise WebhookEndpointDisabled(f"webhook endpoint {endpoint_id} is disabled")
     secret = new_secret()
     repo.rotate_secret(uow.conn, endpoint_id, secret, now, now + ROTATION_OVERLAP)
     rotated = repo.get_endpoint(uow.conn, endpoint_id)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic_core import to_json
 
 from api.problems import RequestInvalid
@@ -438,7 +438,7 @@ class ReversalCreate(Body):
     """Reverse a ledger transaction in full; ``out_of_period`` for a closed period."""
 
     reason: Text
-    out_of_period: bool = False
+    out_of_period: StrictBool = False
 
 
 class Reversal(BaseModel):

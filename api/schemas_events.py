@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from api.schemas import Amount, Body
 
@@ -277,7 +277,8 @@ class WebhookEndpointCreate(Body):
     events: list[EventType] | None = Field(
         default=None, min_length=1, max_length=100,
         description="Event types to receive (null: all). See the webhooks section.")
-    alerts: bool = Field(default=False, description="Also receive operators' alert.* events.")
+    alerts: StrictBool = Field(default=False,
+                               description="Also receive operators' alert.* events.")
 
 
 class WebhookEndpoint(BaseModel):

@@ -414,7 +414,11 @@ class TestAdminApi:
                  idem=idem())
         r = api.call("POST", f"/v1/admin/webhook-endpoints/{made['id']}/rotate", "carol",
                      idem=idem())
-        assert (r.status_code, r.json()["code"]) == (422, "webhook_endpoint_invalid")
+        # A state the endpoint is in, not a malformed request: 409.
+        assert (r.status_code, r.json()["code"]) == (409, "webhook_endpoint_disabled")
+        r = api.call("POST", "/v1/admin/webhook-endpoints", "carol", idem=idem(),
+                     json={"client": "acme", "url": "https://example.com/y", "alerts": 0})
+        assert (r.status_code, r.json()["code"]) == (422, "request_invalid")  # not a boolean
 
 
 def test_every_event_type_is_in_the_webhooks_section(api: Api) -> None:
