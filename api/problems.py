@@ -30,6 +30,9 @@ from sweeps import errors as se
 from withdrawals import errors as we
 
 PROBLEM_JSON = "application/problem+json"
+#: The pydantic error type of ``api.schemas.MinorUnits`` and the code it answers with
+#: (``ledger.errors.AmountInvalid.code``; api.schemas imports this module, not the reverse).
+AMOUNT_ERROR = le.AmountInvalid.code
 log = logging.getLogger("custody.api")
 
 
@@ -231,6 +234,12 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = _errors(exc)
     where = ", ".join(".".join(str(p) for p in e["loc"]) for e in errors[:5])
+    if errors and all(e["type"] == AMOUNT_ERROR for e in errors):
+        # One code for every shape of a bad amount ("0", "-1", "1.5", "1e3", a number, ...):
+        # the shared ``api.schemas.MinorUnits`` type raises this error type and no other.
+        return problem(request, 422, AMOUNT_ERROR,
+                       f"invalid amount: {where} must be a positive integer string of minor "
+                       "units below 2^127", errors=errors)
     return problem(request, 422, "request_invalid", f"invalid request: {where}", errors=errors)
 
 

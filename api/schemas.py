@@ -8,17 +8,18 @@ Request bodies forbid unknown fields; every string has a bound.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_core import to_json
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError, to_json
 
-from api.problems import RequestInvalid
+from api.problems import AMOUNT_ERROR, RequestInvalid
 from config.money import AmountTextInvalid, parse_decimal_amount
 from ledger.errors import AmountInvalid
-from ledger.model import amount_json, check_amount
+from ledger.model import AMOUNT_LIMIT, amount_json, check_amount
 from ledger.repository import TransactionRecord
 from ledger.service import UserBalance
 
@@ -26,18 +27,43 @@ CHAIN_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 ASSET_PATTERN = r"^[A-Z0-9][A-Z0-9._-]{0,31}$"
 TX_HASH_PATTERN = r"^0x[0-9a-fA-F]{64}$"
 POSITION_PATTERN = r"^(log|call):[0-9]{1,9}$"
-MINOR_PATTERN = r"^[0-9]{1,40}$"
+#: A request amount: a positive integer of minor units, as a string, no sign, no leading zero,
+#: no spaces, no exponent (39 digits at most; ``parse_minor`` also refuses 2^127 and above).
+AMOUNT_PATTERN = r"^[1-9][0-9]{0,38}$"
 Text = Annotated[str, Field(min_length=1, max_length=500)]
-MinorUnits = Annotated[str, Field(pattern=MINOR_PATTERN, examples=["30000000"],
-                                  description="Minor units of the asset, as a string of digits.")]
+#: The one error ``type`` of a refused request amount: ``api.problems`` answers 422
+#: ``amount_invalid`` when every error of a request is this one.
+_AMOUNT = re.compile(AMOUNT_PATTERN)
+
+
+def _amount_text(value: object) -> object:
+    """A request amount as it came, if it is a positive integer string below 2^127; else the
+    pydantic error ``amount_invalid`` (a JSON number too: floats lose digits)."""
+    if isinstance(value, str) and _AMOUNT.fullmatch(value) and int(value) < AMOUNT_LIMIT:
+        return value
+    shown = repr(value)[:50]
+    raise PydanticCustomError(AMOUNT_ERROR, "amount must be a positive integer string of "
+                              "minor units below 2^127, got {shown}", {"shown": shown})
+
+
+MinorUnits = Annotated[str, BeforeValidator(_amount_text), Field(
+    pattern=AMOUNT_PATTERN, max_length=39, examples=["30000000"],
+    json_schema_extra={"pattern": AMOUNT_PATTERN},
+    description=("Minor units of the asset: a positive integer as a string of digits (no "
+                 "sign, leading zero, spaces, fraction or exponent; below 2^127). Anything "
+                 "else is refused with 422 ``amount_invalid``."))]
 
 
 def parse_minor(text: str, *, what: str = "amount") -> int:
-    """Minor units (digits, which the schema checks first) as an int below 2^127, else 422."""
+    """A positive amount of minor units (``AMOUNT_PATTERN``, below 2^127) as an int; else
+    422 ``amount_invalid``."""
+    if not _AMOUNT.fullmatch(text):
+        raise AmountInvalid(f"{what} must be a positive integer string of minor units, "
+                            f"got {text[:50]!r}")
     try:
         return check_amount(parse_decimal_amount(text, 0), what=what)
     except (AmountTextInvalid, AmountInvalid) as exc:
-        raise RequestInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
+        raise AmountInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
 
 
 def parse_instant(text: str | None, *, what: str) -> datetime | None:

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from api import idempotency
 from api.auth import AdminScope, Principal, StaffReader
 from api.idempotency import IdempotencyKey
-from api.routes.deps import AUTHED, MONEY, context, problems
+from api.routes.deps import AUTHED, MONEY, ApiContext, context, problems
 from api.schemas import ApprovalCreate, parse_minor
 from api.schemas_sweeps import (
     ColdTransfer,
@@ -55,6 +55,12 @@ def _actor(principal: Principal) -> service.Actor:
     return service.Actor(principal.actor, admin=principal.scope == "admin")
 
 
+def _known(ctx: ApiContext, chain: str | None) -> None:
+    """A chain filter names a configured chain (422 ``chain_unknown``), never matches nothing."""
+    if chain is not None:
+        ctx.chain(chain)
+
+
 # --- sweeps -----------------------------------------------------------------------------------
 
 
@@ -65,6 +71,7 @@ def list_sweeps(request: Request, principal: StaffReader, chain: ChainFilter = N
     """Sweeps of deposit addresses to the hot wallet. ``needs_signer``: proposed only (an xpub
     address source holds no key): the engine never signs it."""
     ctx = context(request)
+    _known(ctx, chain)
     found = service.list_movements(ctx.engine, Kind.SWEEP, chain=chain,
                                    states=None if state is None else [state], limit=limit)
     return Sweeps(items=[sweep_view(ctx.chains, m) for m in found])
@@ -88,6 +95,7 @@ def run_sweeper(request: Request, body: SweepRunCreate, principal: AdminScope,
     with the step's counts and the dust it left; a replay with the same key answers with the
     first step's report and steps nothing."""
     ctx = context(request)
+    ctx.chain(body.chain)
     sweeper = ctx.sweeper(body.chain, ctx.clock())
 
     def work(key: str) -> tuple[int, SweepStep]:
@@ -110,6 +118,7 @@ def propose_cold_transfer(request: Request, body: ColdTransferCreate, principal:
     different admins above ``cold_dual_approval_above``, never by the proposer. 409
     ``cold_transfer_open`` while another of the chain and asset is in flight."""
     ctx = context(request)
+    ctx.chain(body.chain)
     cfg, wcfg = ctx.sweeps_config(), ctx.withdrawals_config()
     plan = service.plan_cold_transfer(ctx.chains, wcfg, cfg, service.ColdProposal(
         body.chain, body.asset, parse_minor(body.amount), body.reason))
@@ -153,6 +162,7 @@ def list_cold_transfers(request: Request, principal: StaffReader, chain: ChainFi
                         state: StateFilter = None, limit: Limit = 200) -> ColdTransfers:
     """Proposed, approved, in flight and done, with the admins' decisions."""
     ctx = context(request)
+    _known(ctx, chain)
     found = service.list_cold_transfers(ctx.engine, chain=chain,
                                         states=None if state is None else [state], limit=limit)
     return ColdTransfers(items=[cold_view(ctx.chains, m, d) for m, d in found])
@@ -179,6 +189,7 @@ def request_refill(request: Request, body: RefillCreate, principal: AdminScope,
     a transfer of exactly ``amount`` from ``source`` to the hot wallet is matched to the
     oldest open request like it and booked as an internal movement (custody unchanged)."""
     ctx = context(request)
+    ctx.chain(body.chain)
     cfg, wcfg = ctx.sweeps_config(), ctx.withdrawals_config()
     plan = service.plan_refill(ctx.chains, wcfg, cfg, service.RefillAsk(
         body.chain, body.asset, parse_minor(body.amount), body.source, body.reason))
@@ -201,5 +212,6 @@ def list_refills(request: Request, principal: StaffReader, chain: ChainFilter = 
                  limit: Limit = 200) -> Refills:
     """Open and matched requests (a matched one names the transfer that fulfilled it)."""
     ctx = context(request)
+    _known(ctx, chain)
     return Refills(items=[refill_view(ctx.chains, r) for r in service.list_refills(
         ctx.engine, chain=chain, state=state, limit=limit)])

@@ -79,6 +79,7 @@ def declare_funding(
     CR equity:owner`` (oldest unmatched funding first, each matched once). ``amount`` is an
     integer string of the asset's minor units, as every amount of this API."""
     ctx = context(request)
+    ctx.chain(body.chain)
     req = own.FundingRequest(body.chain, body.asset, body.amount, body.from_address,
                              body.reason)
     try:
@@ -106,7 +107,10 @@ def list_fundings(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> Fundings:
     """Matched and expected fundings."""
-    chains = context(request).chains
+    ctx = context(request)
+    chains = ctx.chains
+    if chain is not None:
+        ctx.chain(chain)
     return Fundings(items=[funding_view(chains, f)
                            for f in own.list_fundings(uow, chain=chain, limit=limit)])
 

@@ -58,6 +58,7 @@ def create_withdrawal(
     ctx = context(request)
     # Refused before anything is written (no idempotency record either).
     wcfg = ctx.withdrawals_config()
+    ctx.chain(body.chain)
     with UnitOfWork(ctx.engine) as uow:
         auth.check_user(uow, principal, user_id)
     amount_minor = parse_minor(body.amount)

@@ -149,14 +149,14 @@ class TestColdTransfers:
     def test_bad_input_refused_nothing_written(self, sapi: Api) -> None:
         before = counts(sapi.engine)
         cases: list[tuple[dict[str, Any], int, str]] = [
-            ({"amount": "1.5"}, 422, "request_invalid"),
-            ({"amount": "abc"}, 422, "request_invalid"),
-            ({"amount": "-1"}, 422, "request_invalid"),
-            ({"amount": "1e3"}, 422, "request_invalid"),
-            ({"amount": 25}, 422, "request_invalid"),
-            ({"amount": "0"}, 422, "cold_transfer_invalid"),
-            ({"amount": "9" * 40}, 422, "request_invalid"),
-            ({"chain": "nochain"}, 422, "cold_transfer_invalid"),
+            ({"amount": "1.5"}, 422, "amount_invalid"),
+            ({"amount": "abc"}, 422, "amount_invalid"),
+            ({"amount": "-1"}, 422, "amount_invalid"),
+            ({"amount": "1e3"}, 422, "amount_invalid"),
+            ({"amount": 25}, 422, "amount_invalid"),
+            ({"amount": "0"}, 422, "amount_invalid"),
+            ({"amount": "9" * 40}, 422, "amount_invalid"),
+            ({"chain": "nochain"}, 422, "chain_unknown"),
             ({"asset": "DOGE"}, 422, "cold_transfer_invalid"),
             ({"reason": ""}, 422, "request_invalid"),
             ({"extra": "x"}, 422, "request_invalid"),
@@ -174,7 +174,7 @@ class TestColdTransfers:
         problem(sapi.call("POST", "/v1/admin/refills", "carol", idem=uuid.uuid4().hex,
                           json={**REFILL, "source": "0x" + "12" * 20}), 422, "refill_invalid")
         problem(sapi.call("POST", "/v1/admin/refills", "carol", idem=uuid.uuid4().hex,
-                          json={**REFILL, "amount": "0"}), 422, "refill_invalid")
+                          json={**REFILL, "amount": "0"}), 422, "amount_invalid")
         problem(sapi.call("POST", "/v1/admin/refills", "carol", json=REFILL), 400,
                 "idempotency_key_missing")
         problem(sapi.call("GET", "/v1/admin/cold-transfers?state=nope", "sam"), 422,

@@ -1,0 +1,102 @@
+"""One code per mistake (issue 17, "Consistent behaviour"): an unknown chain is
+``chain_unknown`` on every route and filter that takes a chain (path, query or body), and an
+amount that is not a positive integer string is ``amount_invalid`` on every request body that
+carries one, whatever the shape of the mistake; nothing is written either way."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from tests.api.conftest import DEST, Api
+from tests.api.test_sweeps_api import PROPOSAL, REFILL, counts, problem, serve_doc, sweeps_doc
+from tests.api.test_treasury import FUNDING
+
+RETURN = {"chain": "devnet", "tx_hash": "0x" + "ab" * 32, "position": "log:0",
+          "amount": "1000000", "reason": "came back"}
+WITHDRAWAL = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
+
+
+@pytest.fixture
+def sapi(engine: Engine) -> Iterator[Api]:
+    """The API with ``[sweeps]`` (no node): every route that takes a chain answers."""
+    with serve_doc(engine, sweeps_doc()) as running:
+        yield running
+
+
+def bodies(user: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(who, path, a good body) of every request body with a chain."""
+    return [
+        ("acme", f"/v1/users/{user}/withdrawals", WITHDRAWAL),
+        ("acme", f"/v1/users/{user}/deposit-addresses", {"chain": "devnet"}),
+        ("carol", "/v1/admin/treasury/fundings", FUNDING),
+        ("carol", "/v1/admin/withdrawals/1/returns", RETURN),
+        ("carol", "/v1/admin/cold-transfers", PROPOSAL),
+        ("carol", "/v1/admin/refills", REFILL),
+        ("carol", "/v1/admin/sweeps/run", {"chain": "devnet"}),
+    ]
+
+
+def test_an_unknown_chain_in_a_body_is_chain_unknown(sapi: Api) -> None:
+    user = sapi.funded_user()
+    before = counts(sapi.engine)
+    for who, path, body in bodies(user):
+        found = problem(sapi.call("POST", path, who, idem=uuid.uuid4().hex,
+                                  json={**body, "chain": "nochain"}), 422, "chain_unknown")
+        assert "nochain" in found["detail"], (path, found)
+    assert counts(sapi.engine) == before
+
+
+@pytest.mark.parametrize("path", [
+    "/v1/admin/treasury/fundings?chain=nochain",
+    "/v1/admin/treasury?chain=nochain",
+    "/v1/admin/holdings?chain=nochain",
+    "/v1/admin/sweeps?chain=nochain",
+    "/v1/admin/cold-transfers?chain=nochain",
+    "/v1/admin/refills?chain=nochain",
+    "/v1/deposits/nochain/0x" + "ab" * 32,
+])
+def test_an_unknown_chain_in_a_path_or_filter_is_chain_unknown(sapi: Api, path: str) -> None:
+    # Today the filters answered 200 with an empty list and the deposit 404.
+    problem(sapi.call("GET", path, "carol"), 422, "chain_unknown")
+
+
+BAD_AMOUNTS: list[object] = ["0", "-1", "1.5", "1e3", "", " 1", "1 ", "0x10", "007", "+1",
+                             "1_000", "\u0661\u0662", str(2**127), "9" * 39, "9" * 400, 1, 1.5,
+                             1e3, None, ["1"]]
+
+
+def test_a_bad_amount_is_amount_invalid_in_every_body(sapi: Api) -> None:
+    user = sapi.funded_user()
+    before = counts(sapi.engine)
+    amount_bodies = [(who, path, body) for who, path, body in bodies(user) if "amount" in body]
+    assert len(amount_bodies) == 5
+    for amount in BAD_AMOUNTS:
+        for who, path, body in amount_bodies:
+            found = problem(sapi.call("POST", path, who, idem=uuid.uuid4().hex,
+                                      json={**body, "amount": amount}), 422, "amount_invalid")
+            assert found["errors"][0]["loc"] == ["body", "amount"], (amount, path, found)
+    assert counts(sapi.engine) == before
+
+
+def test_other_fields_stay_request_invalid(sapi: Api) -> None:
+    user = sapi.funded_user()
+    problem(sapi.call("POST", f"/v1/users/{user}/withdrawals", "acme", idem="k1",
+                      json={**WITHDRAWAL, "asset": "not an asset"}), 422, "request_invalid")
+    # An amount mistake next to another one: the request as a whole is invalid.
+    problem(sapi.call("POST", f"/v1/users/{user}/withdrawals", "acme", idem="k2",
+                      json={**WITHDRAWAL, "asset": "not an asset", "amount": "0"}), 422,
+            "request_invalid")
+
+
+def test_the_amount_type_is_documented(sapi: Api) -> None:
+    doc = sapi.call("GET", "/openapi.json").json()
+    for name in ("WithdrawalCreate", "FundingCreate", "ReturnLink", "ColdTransferCreate",
+                 "RefillCreate"):
+        field = doc["components"]["schemas"][name]["properties"]["amount"]
+        assert field["type"] == "string" and field["pattern"] == "^[1-9][0-9]{0,38}$", name
+        assert "amount_invalid" in field["description"], name
