@@ -98,6 +98,15 @@ def amount(minor: int, scale: int) -> Amount:
     return Amount(**amount_json(minor, scale))
 
 
+class Page(BaseModel):
+    """The pagination fields every list shares (``api.routes.paging``): its ``items`` are a
+    page; pass ``next_cursor`` as ``cursor`` (same filters) for the next one."""
+
+    has_more: bool = Field(default=False, description="Whether another page follows.")
+    next_cursor: str | None = Field(default=None, description=(
+        "The ``cursor`` of the next page; null on the last page."))
+
+
 # --- users, addresses, balances -------------------------------------------------------------
 
 
@@ -210,6 +219,13 @@ class Deposit(BaseModel):
     updated_at: datetime
 
 
+class StatementBalance(BaseModel):
+    """The user's balances in the statement's asset at one point of it."""
+
+    available: Amount = Field(description="The wallet: what the user can spend.")
+    posted: Amount = Field(description="Wallet plus withdrawals in flight.")
+
+
 class StatementLine(BaseModel):
     """One posting on a user's statement, with the running balances after it."""
 
@@ -226,22 +242,28 @@ class StatementLine(BaseModel):
     recorded_at: datetime
 
 
-class StatementPage(BaseModel):
+class StatementPage(Page):
     """A page of a user's statement in one asset, oldest first; pass ``next_cursor`` as
-    ``cursor`` for the next page."""
+    ``cursor`` for the next page. ``opening`` is the balance before the page's first line
+    (for the first page of a range: just before ``from``), ``closing`` the balance after its
+    last line (``opening`` plus the lines); on the last page of a range, ``closing`` is the
+    balance at ``to``."""
 
     user_id: str
     asset: str
     scale: int
+    #: The range asked (``from``/``to``; null: open), by the time each posting was recorded.
+    range_from: datetime | None = Field(serialization_alias="from")
+    range_to: datetime | None = Field(serialization_alias="to")
+    opening: StatementBalance
+    closing: StatementBalance
     items: list[StatementLine]
-    next_cursor: str | None
 
 
-class DepositPage(BaseModel):
+class DepositPage(Page):
     """A page of deposits, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
 
     items: list[Deposit]
-    next_cursor: str | None
 
 
 class Posting(BaseModel):
@@ -375,6 +397,12 @@ class Withdrawal(BaseModel):
     requested_at: datetime
     state_changed_at: datetime
     unknown_since: datetime | None
+
+
+class WithdrawalPage(Page):
+    """A page of withdrawals, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[Withdrawal]
 
 
 class WithdrawalEvent(BaseModel):
@@ -566,7 +594,7 @@ class Funding(BaseModel):
     matched_at: datetime | None
 
 
-class Fundings(BaseModel):
+class Fundings(Page):
     """Declared fundings, newest first."""
 
     items: list[Funding]

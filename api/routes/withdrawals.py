@@ -19,6 +19,8 @@ from api.problems import RequestInvalid
 from api.routes.deps import AUTHED, MONEY, ApiContext, context, problems
 from api.routes.views import timeline_view, withdrawal_view
 from api.schemas import (
+    CHAIN_PATTERN,
+    TX_HASH_PATTERN,
     ApprovalCreate,
     CancelRequest,
     Withdrawal,
@@ -85,6 +87,36 @@ def get_withdrawal(
     ctx = context(request)
     _visible(ctx, principal, withdrawal_id)
     return timeline_view(ctx.chains, service.timeline(ctx.engine, withdrawal_id))
+
+
+@router.get("/withdrawals/by-tx/{chain}/{tx_hash}", response_model=WithdrawalTimeline,
+            responses=problems(*AUTHED),
+            summary="The withdrawal that sent a transaction, with its timeline")
+def withdrawal_by_tx(
+    request: Request,
+    chain: Annotated[str, Path(pattern=CHAIN_PATTERN, description="Chain name.")],
+    tx_hash: Annotated[str, Path(pattern=TX_HASH_PATTERN, description=(
+        "Transaction hash of any signed attempt (a fee bump's too), any case."))],
+    principal: AnyScope,
+) -> WithdrawalTimeline:
+    """Look a withdrawal up by the hash of a transaction it signed or broadcast (the hash a
+    user or a block explorer shows): the same answer as ``GET /v1/withdrawals/{id}``.
+    422 ``chain_unknown`` for a chain not configured; 404 ``withdrawal_not_found`` when no
+    withdrawal of that chain sent it, or it is another client's."""
+    ctx = context(request)
+    ctx.chain(chain)
+    with UnitOfWork(ctx.engine) as uow:
+        found = service.withdrawal_of_tx_hash(uow, tx_hash)
+    absent = WithdrawalNotFound(f"no withdrawal sent transaction {tx_hash.lower()} on {chain}")
+    if found is None:
+        raise absent
+    try:
+        w = _visible(ctx, principal, found)
+    except WithdrawalNotFound:
+        raise absent from None  # another client's: as if absent, without its id
+    if w.chain != chain:
+        raise absent
+    return timeline_view(ctx.chains, service.timeline(ctx.engine, w.id))
 
 
 @router.post("/withdrawals/{withdrawal_id}/cancel", response_model=Withdrawal,

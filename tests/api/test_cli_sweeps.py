@@ -158,7 +158,7 @@ def test_without_sweeps_writes_are_refused(engine: Engine, database_url: str,
                     "ETH", "--amount", "1", "--reason", "low", "--as", "carol"),
             "sweeps_not_configured")
     listed = custody(database_url, path, "sweeps", "list", "--json")
-    assert json.loads(listed.stdout) == {"items": []}
+    assert json.loads(listed.stdout) == {"items": [], "has_more": False, "next_cursor": None}
     assert counts(engine) == dict.fromkeys(TABLES, 0)
 
 

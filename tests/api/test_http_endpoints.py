@@ -78,7 +78,7 @@ def test_metrics_cases_and_period_close(api: Api) -> None:
     assert 'custody_deposits_waiting_finality{chain="devnet"} 1.0' in text
     assert 'custody_reconciliation_cases_open{type="deep_reorg"} 0.0' in text
     assert 'custody_reconciliation_cases_open{type="balance_drift"} 0.0' in text
-    assert api.call("GET", "/v1/admin/cases", "sam").json() == {"items": []}
+    assert api.call("GET", "/v1/admin/cases", "sam").json() == {"items": [], "has_more": False, "next_cursor": None}
     proposed = api.call("POST", "/v1/admin/periods", "carol", idem="p",
                         json={"ends_at": "2020-01-01T00:00:00Z", "reason": "year end"})
     assert proposed.status_code == 202, proposed.text

@@ -135,7 +135,7 @@ class TestColdTransfers:
         assert listed.status_code == 200 and [c["id"] for c in listed.json()["items"]] == [
             body["id"]]
         assert sapi.call("GET", "/v1/admin/cold-transfers?state=final", "sam").json() == {
-            "items": []}
+            "items": [], "has_more": False, "next_cursor": None}
         shown = sapi.call("GET", f"/v1/admin/cold-transfers/{body['id']}", "sam")
         assert shown.status_code == 200, shown.text
         timeline = shown.json()
@@ -243,7 +243,7 @@ class TestRefills:
 
 class TestSweeps:
     def test_reads_and_a_run_without_a_node(self, sapi: Api) -> None:
-        assert sapi.call("GET", "/v1/admin/sweeps", "sam").json() == {"items": []}
+        assert sapi.call("GET", "/v1/admin/sweeps", "sam").json() == {"items": [], "has_more": False, "next_cursor": None}
         problem(sapi.call("GET", "/v1/admin/sweeps/7", "sam"), 404, "movement_not_found")
         problem(sapi.call("POST", "/v1/admin/sweeps/run", "sam", idem="x", json={"chain": CHAIN}),
                 403, "forbidden")
@@ -266,7 +266,7 @@ def test_without_sweeps_configured_writes_are_refused(engine: Engine) -> None:
                             409, "sweeps_not_configured")
             assert "[sweeps]" in found["detail"]
         for path in ("/v1/admin/sweeps", "/v1/admin/cold-transfers", "/v1/admin/refills"):
-            assert api.call("GET", path, "sam").json() == {"items": []}
+            assert api.call("GET", path, "sam").json() == {"items": [], "has_more": False, "next_cursor": None}
         assert counts(engine) == dict.fromkeys(TABLES, 0)
 
 
