@@ -39,6 +39,9 @@ REFILL = {"chain": CHAIN, "asset": "USDC", "amount": "2500000000", "reason": "we
 TABLES = ("cold_transfers", "cold_transfer_events", "cold_transfer_approvals",
           "refill_requests", "api_idempotency")
 
+#: An empty page of a list (``api.routes.paging``).
+EMPTY_PAGE = {"items": [], "has_more": False, "next_cursor": None}
+
 
 def sweeps_doc() -> dict[str, Any]:
     """The API tests' configuration (no node) with a cold address and a ``[sweeps]`` section:
@@ -243,7 +246,7 @@ class TestRefills:
 
 class TestSweeps:
     def test_reads_and_a_run_without_a_node(self, sapi: Api) -> None:
-        assert sapi.call("GET", "/v1/admin/sweeps", "sam").json() == {"items": [], "has_more": False, "next_cursor": None}
+        assert sapi.call("GET", "/v1/admin/sweeps", "sam").json() == EMPTY_PAGE
         problem(sapi.call("GET", "/v1/admin/sweeps/7", "sam"), 404, "movement_not_found")
         problem(sapi.call("POST", "/v1/admin/sweeps/run", "sam", idem="x", json={"chain": CHAIN}),
                 403, "forbidden")
@@ -266,7 +269,7 @@ def test_without_sweeps_configured_writes_are_refused(engine: Engine) -> None:
                             409, "sweeps_not_configured")
             assert "[sweeps]" in found["detail"]
         for path in ("/v1/admin/sweeps", "/v1/admin/cold-transfers", "/v1/admin/refills"):
-            assert api.call("GET", path, "sam").json() == {"items": [], "has_more": False, "next_cursor": None}
+            assert api.call("GET", path, "sam").json() == EMPTY_PAGE
         assert counts(engine) == dict.fromkeys(TABLES, 0)
 
 
