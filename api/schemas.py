@@ -542,6 +542,18 @@ class ReturnLink(Body):
     reason: Text
 
 
+class StoredRequest(BaseModel):
+    """The request an ``Idempotency-Key`` was first used for."""
+
+    operation: str
+    method: str | None = Field(description="Null for a key stored before this was recorded.")
+    path: str | None = Field(description="Null for a key stored before this was recorded.")
+    received_at: datetime
+    state: Literal["in_progress", "completed"]
+    #: The id of the resource its response created or changed, if any.
+    resource_id: int | str | None
+
+
 class Problem(BaseModel):
     """An RFC 9457 problem document with the engine's stable ``code``."""
 
@@ -552,6 +564,18 @@ class Problem(BaseModel):
     code: str
     request_id: str
     errors: list[dict[str, Any]] | None = None
+    #: ``insufficient_funds``: the balance that was short, in the user's terms.
+    account: str | None = Field(default=None, description=(
+        "insufficient_funds: the account whose available balance was short."))
+    asset: str | None = Field(default=None, description="insufficient_funds: its asset.")
+    available: Amount | None = Field(default=None, description=(
+        "insufficient_funds: the available balance."))
+    needed: Amount | None = Field(default=None, description=(
+        "insufficient_funds: what the request needed (a withdrawal: amount plus fee_max)."))
+    shortfall: Amount | None = Field(default=None, description=(
+        "insufficient_funds: needed minus available."))
+    stored_request: StoredRequest | None = Field(default=None, description=(
+        "idempotency_key_reused: the request already stored under the key."))
 
 
 class Health(BaseModel):

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from api import auth, idempotency
 from api.auth import USER_ID_PATTERN, AnyScope, ApproverScope, ClientOrAdmin, ClientScope, Principal
 from api.idempotency import IdempotencyKey
-from api.problems import RequestInvalid
+from api.problems import FundsShort, RequestInvalid, plain_decimal
 from api.routes.deps import AUTHED, MONEY, ApiContext, context, problems
 from api.routes.views import timeline_view, withdrawal_view
 from api.schemas import (
@@ -29,6 +29,10 @@ from api.schemas import (
     parse_minor,
 )
 from config.uow import UnitOfWork
+from config.withdrawals import WithdrawalsConfig
+from ledger import chart
+from ledger import service as ledger
+from ledger.errors import InsufficientFunds
 from withdrawals import service
 from withdrawals.errors import WithdrawalNotFound
 from withdrawals.service import WithdrawalRecord
@@ -69,11 +73,33 @@ def create_withdrawal(
         req = service.WithdrawalRequest(
             user_id=user_id, chain=body.chain, asset=body.asset, destination=body.to,
             amount_minor=amount_minor, request_key=key, requested_by=principal.actor)
-        done = service.request_withdrawal(ctx.engine, wcfg, ctx, req, now=ctx.clock())
+        try:
+            done = service.request_withdrawal(ctx.engine, wcfg, ctx, req, now=ctx.clock())
+        except InsufficientFunds:
+            raise funds_short(ctx, wcfg, user_id, body.chain, body.asset,
+                              amount_minor) from None
         return (200 if done.replayed else 201), withdrawal_view(ctx.chains, done.withdrawal)
 
     return idempotency.run(request, principal, idempotency_key, "withdrawal.create",
                            {"user_id": user_id}, body, work)
+
+
+def funds_short(ctx: ApiContext, wcfg: WithdrawalsConfig, user_id: str, chain: str, asset: str,
+                amount_minor: int) -> FundsShort:
+    """The refusal of a withdrawal the wallet cannot cover, in the user's terms: the reserve
+    needs the amount plus the most the fee can be, against the wallet's available balance (as
+    read now, just after the refusal)."""
+    policy = wcfg.policy(chain, asset)
+    fee_max = policy.fee_max_minor if policy is not None else 0
+    with UnitOfWork(ctx.engine) as uow:
+        scale = ledger.get_asset(uow, asset).scale
+        found = [b for b in ledger.user_balances(uow, user_id) if b.asset.code == asset]
+    available = found[0].available_minor if found else 0
+    needed = amount_minor + fee_max
+    what = (f"this withdrawal ({plain_decimal(amount_minor, scale)} {asset} plus a fee of up "
+            f"to {plain_decimal(fee_max, scale)} {asset})")
+    return FundsShort(account=chart.user_wallet(user_id).code, asset=asset, scale=scale,
+                      available_minor=min(available, needed), needed_minor=needed, what=what)
 
 
 @router.get("/withdrawals/{withdrawal_id}", response_model=WithdrawalTimeline,

@@ -100,3 +100,19 @@ def test_the_amount_type_is_documented(sapi: Api) -> None:
         field = doc["components"]["schemas"][name]["properties"]["amount"]
         assert field["type"] == "string" and field["pattern"] == "^[1-9][0-9]{0,38}$", name
         assert "amount_invalid" in field["description"], name
+
+
+def test_insufficient_funds_says_which_balance_and_by_how_much(sapi: Api) -> None:
+    user = sapi.funded_user(amount_minor=150_000_000)  # 150 USDC; the fee is up to 2 USDC
+    found = problem(sapi.call("POST", f"/v1/users/{user}/withdrawals", "acme", idem="k",
+                              json={**WITHDRAWAL, "amount": "149500000"}), 409,
+                    "insufficient_funds")
+    assert found["detail"] == (
+        f"insufficient funds: the available balance of user:{user}:wallet is 150 USDC, this "
+        "withdrawal (149.5 USDC plus a fee of up to 2 USDC) needs 151.5 USDC (short by "
+        "1.5 USDC)")
+    assert found["account"] == f"user:{user}:wallet" and found["asset"] == "USDC"
+    assert found["available"] == {"minor": "150000000", "decimal": "150.000000"}
+    assert found["needed"] == {"minor": "151500000", "decimal": "151.500000"}
+    assert found["shortfall"] == {"minor": "1500000", "decimal": "1.500000"}
+    assert counts(sapi.engine)["api_idempotency"] == 0
