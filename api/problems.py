@@ -41,6 +41,8 @@ class ApiError(CustodyError):
 
     code = "api_error"
     status = 400
+    #: Machine fields the problem document carries besides the standard ones.
+    problem_extra: dict[str, Any] | None = None
 
 
 class Unauthenticated(ApiError):
