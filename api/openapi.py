@@ -80,9 +80,12 @@ def _string_variants(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield variant
 
 
-def _refine_value(name: str, schema: dict[str, Any], chains: ChainsConfig | None) -> None:
+def _refine_value(name: str, schema: dict[str, Any], chains: ChainsConfig | None, *,
+                  times: bool = True) -> None:
+    """Formats and enums by name; ``times``: names of times are ISO 8601 (query parameters:
+    a body field named ``to`` is a withdrawal's address, not the end of a range)."""
     for variant in _string_variants(schema):
-        if name in TIME_NAMES:
+        if times and name in TIME_NAMES:
             variant["format"] = "date-time"
             variant.pop("maxLength", None)
         elif name == "chain" and chains is not None:
@@ -91,6 +94,16 @@ def _refine_value(name: str, schema: dict[str, Any], chains: ChainsConfig | None
         elif name == "asset" and chains is not None:
             variant["enum"] = sorted(chains.assets)
             variant.pop("pattern", None)
+        elif name == "source" and chains is not None:
+            # A refill's source: one of the configured cold addresses (of the request's chain,
+            # else 422 ``refill_invalid``); none configured: no value is acceptable.
+            cold = sorted({a for c in chains.chains.values() for a in c.cold_addresses})
+            if cold:
+                variant["enum"] = cold
+                variant.pop("pattern", None)
+            variant["description"] = (
+                "One of the chain's configured cold addresses (default: the asset's cold "
+                "address in [sweeps]); another address is 422 ``refill_invalid``.")
 
 
 def _refine_parameters(operation: dict[str, Any], chains: ChainsConfig | None) -> bool:
@@ -170,7 +183,7 @@ def refine(doc: dict[str, Any], chains: ChainsConfig | None) -> dict[str, Any]:
     schemas = doc.get("components", {}).get("schemas", {})
     for name in _request_schemas(doc):
         for field, schema in schemas.get(name, {}).get("properties", {}).items():
-            _refine_value(field, schema, chains)
+            _refine_value(field, schema, chains, times=False)
     problem = schemas.get("Problem", {}).get("properties", {})
     if "code" in problem:
         problem["code"] = {**problem["code"], "type": "string", "enum": error_codes.codes(),

@@ -66,16 +66,23 @@ def parse_minor(text: str, *, what: str = "amount") -> int:
         raise AmountInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
 
 
+#: What ``parse_instant`` accepts, for the document: an ISO 8601 time whose year (as written)
+#: is 1970 to 9998 (``format: date-time`` alone would admit year 1 and 9999).
+INSTANT_PATTERN = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
+INSTANT_RANGE = "The year must be 1970 to 9998 (else 422 ``request_invalid``)."
+
+
 def parse_instant(text: str | None, *, what: str) -> datetime | None:
-    """An ISO 8601 time (naive: UTC) between 1970 and 9999, in UTC; 422 otherwise."""
+    """An ISO 8601 time (naive: UTC) of a year (as written) 1970 to 9998, in UTC; 422
+    otherwise."""
     if text is None:
         return None
     try:
-        at = datetime.fromisoformat(text)
-        at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+        written = datetime.fromisoformat(text)
+        at = (written if written.tzinfo else written.replace(tzinfo=UTC)).astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise RequestInvalid(f"{what} is not an ISO 8601 time: {text[:60]!r}") from exc
-    if not 1970 <= at.year <= 9998:
+    if not 1970 <= written.year <= 9998:
         raise RequestInvalid(f"{what} must fall between 1970 and 9998")
     return at
 
@@ -369,12 +376,32 @@ class Cases(BaseModel):
 # --- withdrawals ------------------------------------------------------------------------------
 
 
+#: A withdrawal's destination as the document states it: 0x and 40 hex digits, and ``not`` the
+#: zero address (the EIP-55 checksum of a mixed-case address is checked by the service:
+#: ``withdrawals.model.normalize_address``).
+WITHDRAWAL_TO_PATTERN = r"^0x[0-9a-fA-F]{40}$"
+ZERO_ADDRESS = "0x" + "0" * 40
+
+
+def _to_schema(schema: dict[str, Any]) -> None:
+    """The document's ``to``: the pattern (which fixes the length) and ``not`` the zero address;
+    the server's own bound (100 characters) is not repeated, as generators of clients and test
+    data fail to combine a pattern with length bounds efficiently."""
+    schema.pop("minLength", None)
+    schema.pop("maxLength", None)
+    schema.update({"pattern": WITHDRAWAL_TO_PATTERN, "not": {"const": ZERO_ADDRESS}})
+
+
 class WithdrawalCreate(Body):
     """A withdrawal request: ``amount`` in minor units of the ledger asset, as a string."""
 
     asset: str = Field(pattern=ASSET_PATTERN)
     chain: str = Field(pattern=CHAIN_PATTERN)
-    to: str = Field(min_length=1, max_length=100, description="EVM address (EIP-55 or lower).")
+    to: str = Field(min_length=1, max_length=100, description=(
+        "EVM address: 0x and 40 hex digits, all lower case, all upper case or with a valid "
+        "EIP-55 checksum; not the zero address. A bad checksum or a malformed address is "
+        "422 ``address_invalid``, the zero address 422 ``address_zero``."),
+        json_schema_extra=_to_schema)
     amount: MinorUnits
 
 
@@ -499,7 +526,9 @@ class Reversal(BaseModel):
 class PeriodClose(Body):
     """Close everything effective before ``ends_at``."""
 
-    ends_at: str = Field(max_length=64, json_schema_extra={"format": "date-time"})
+    ends_at: str = Field(max_length=64, description=(
+        "ISO 8601 time (naive: UTC): entries effective before it are closed. " + INSTANT_RANGE),
+        json_schema_extra={"format": "date-time", "pattern": INSTANT_PATTERN})
     reason: Text | None = None
 
 

@@ -18,18 +18,20 @@ from typing import Annotated, TypeVar
 
 from fastapi import Query
 
-from api.schemas import parse_instant
+from api.schemas import INSTANT_PATTERN, INSTANT_RANGE, parse_instant
 
 T = TypeVar("T")
 
 CursorParam = Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description=(
     "``next_cursor`` of the previous page (with the same filters)."))]
 FromParam = Annotated[str | None, Query(
-    alias="from", max_length=64, json_schema_extra={"format": "date-time"},
-    description="Only items at or after this time (ISO 8601; naive: UTC).")]
+    alias="from", max_length=64,
+    json_schema_extra={"format": "date-time", "pattern": INSTANT_PATTERN},
+    description="Only items at or after this time (ISO 8601; naive: UTC). " + INSTANT_RANGE)]
 ToParam = Annotated[str | None, Query(
-    alias="to", max_length=64, json_schema_extra={"format": "date-time"},
-    description="Only items before this time (ISO 8601; naive: UTC).")]
+    alias="to", max_length=64,
+    json_schema_extra={"format": "date-time", "pattern": INSTANT_PATTERN},
+    description="Only items before this time (ISO 8601; naive: UTC). " + INSTANT_RANGE)]
 
 
 @dataclass(frozen=True)

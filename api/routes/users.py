@@ -72,7 +72,10 @@ def create_user(
 
 
 @router.post("/{user_id}/deposit-addresses", status_code=201, response_model=DepositAddress,
-             responses=problems(*AUTHED), summary="Get (or assign) a deposit address")
+             responses={200: {"model": DepositAddress,
+                              "description": "The user's existing address on the chain"},
+                        **problems(*AUTHED)},
+             summary="Get (or assign) a deposit address")
 def assign_address(
     request: Request,
     response: Response,

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from tests.api.conftest import DEST, Api
 from tests.api.test_sweeps_api import PROPOSAL, REFILL, counts, problem, serve_doc, sweeps_doc
 from tests.api.test_treasury import FUNDING
+from tests.sweeps.test_cold import COLD
 
 RETURN = {"chain": "devnet", "tx_hash": "0x" + "ab" * 32, "position": "log:0",
           "amount": "1000000", "reason": "came back"}
@@ -116,3 +117,69 @@ def test_insufficient_funds_says_which_balance_and_by_how_much(sapi: Api) -> Non
     assert found["needed"] == {"minor": "151500000", "decimal": "151.500000"}
     assert found["shortfall"] == {"minor": "1500000", "decimal": "1.500000"}
     assert counts(sapi.engine)["api_idempotency"] == 0
+
+
+def test_contract_fixes_are_in_the_document(sapi: Api) -> None:
+    doc = sapi.call("GET", "/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    # A period close's ends_at says which years it takes; before 1970 is a documented 422.
+    ends_at = schemas["PeriodClose"]["properties"]["ends_at"]
+    assert ends_at["format"] == "date-time" and ends_at["pattern"].startswith("^(19[7-9]")
+    assert "422" in doc["paths"]["/v1/admin/periods"]["post"]["responses"]
+    # A refill's source is one of the configured cold addresses.
+    source = schemas["RefillCreate"]["properties"]["source"]
+    assert [v.get("enum") for v in source["anyOf"] if v.get("type") == "string"] == [
+        [COLD.lower()]]
+    # An existing deposit address answers 200, documented.
+    responses = doc["paths"]["/v1/users/{user_id}/deposit-addresses"]["post"]["responses"]
+    assert {"200", "201"} <= set(responses)
+    # A withdrawal's destination: 0x and 40 hex digits, not the zero address.
+    to = schemas["WithdrawalCreate"]["properties"]["to"]
+    assert to["pattern"] == r"^0x[0-9a-fA-F]{40}$"
+    assert to["not"] == {"const": "0x" + "0" * 40}
+    assert "EIP-55" in to["description"] and "address_invalid" in to["description"]
+
+
+@pytest.mark.parametrize(("ends_at", "code"), [
+    ("1969-12-31T23:59:59Z", "request_invalid"),
+    ("0001-01-01T00:00:00Z", "request_invalid"),
+    ("9999-12-31T23:59:59Z", "request_invalid"),
+    ("1970-01-01T00:00:00+14:00", None),  # 1969 in UTC, 1970 as written: accepted
+])
+def test_a_period_end_outside_the_years_is_422(sapi: Api, ends_at: str, code: str | None
+                                              ) -> None:
+    r = sapi.call("POST", "/v1/admin/periods", "carol", idem=uuid.uuid4().hex,
+                  json={"ends_at": ends_at})
+    if code is None:
+        assert r.status_code == 202, r.text
+    else:
+        problem(r, 422, code)
+
+
+@pytest.mark.parametrize(("to", "code"), [
+    ("0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", None),  # EIP-55
+    ("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc", None),
+    ("0x3C44CDDDB6A900FA2B585DD299E03D12FA4293BC", None),
+    ("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bC", "address_invalid"),  # bad checksum
+    ("0x3c44cdddb6a900fa2b585dd299e03d12fa4293", "address_invalid"),
+    ("3c44cdddb6a900fa2b585dd299e03d12fa4293bc", "address_invalid"),
+    ("0x" + "0" * 40, "address_zero"),
+])
+def test_withdrawal_destinations(sapi: Api, to: str, code: str | None) -> None:
+    user = sapi.funded_user()
+    r = sapi.call("POST", f"/v1/users/{user}/withdrawals", "acme", idem=uuid.uuid4().hex,
+                  json={**WITHDRAWAL, "to": to})
+    if code is None:
+        assert r.status_code == 201, r.text
+    else:
+        problem(r, 422, code)
+
+
+def test_an_existing_deposit_address_answers_200(sapi: Api) -> None:
+    user = sapi.new_user()
+    first = sapi.call("POST", f"/v1/users/{user}/deposit-addresses", "acme",
+                      json={"chain": "devnet"})
+    again = sapi.call("POST", f"/v1/users/{user}/deposit-addresses", "acme",
+                      json={"chain": "devnet"})
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json() == first.json()
