@@ -72,24 +72,27 @@ def fingerprint(operation: str, target: Mapping[str, Any], body: Mapping[str, An
 
 
 def claim(engine: Engine, client_id: int, operation: str, key: str, fp: str, *,
-          stale_s: int) -> StoredResponse | None:
-    """Claim the key (None: go ahead), or the stored response of a completed first request.
+          stale_s: int, method: str | None = None,
+          path: str | None = None) -> StoredResponse | None:
+    """Claim the key for the request ``method`` ``path`` (None: go ahead), or the stored
+    response of a completed first request.
 
-    Raises IdempotencyKeyReused (another fingerprint) or IdempotencyInProgress.
+    Raises IdempotencyKeyReused (another fingerprint: naming the request stored under the key)
+    or IdempotencyInProgress.
     """
     for _ in range(_CLAIM_ATTEMPTS):
         with UnitOfWork(engine) as uow:
             # A concurrent claim of the same key waits in insert_claim until the first one
             # commits, then finds its row: exactly one request runs.
-            if repo.insert_claim(uow.conn, client_id, operation, key, fp):
+            if repo.insert_claim(uow.conn, client_id, operation, key, fp, method=method,
+                                 path=path):
                 uow.commit()
                 return None
             row = repo.lock_record(uow.conn, client_id, operation, key, stale_s=stale_s)
             if row is None:
                 continue  # The first request failed and released the key meanwhile: claim again.
             if row.fingerprint != fp:
-                raise IdempotencyKeyReused(
-                    f"{HEADER} {key!r} was used for a different {operation} request")
+                raise key_reused(key, operation, row)
             if row.state == "completed":
                 assert row.response_status is not None and row.response_body is not None
                 return StoredResponse(row.response_status, row.response_body)
@@ -100,6 +103,44 @@ def claim(engine: Engine, client_id: int, operation: str, key: str, fp: str, *,
             uow.commit()
             return None
     raise IdempotencyInProgress(f"{HEADER} {key!r} is contended; retry")
+
+
+def key_reused(key: str, operation: str, row: repo.IdempotencyRecord) -> IdempotencyKeyReused:
+    """The refusal of another request under a used key: it names the request stored under it
+    (method, path, when, and the id of the resource its response names, if any)."""
+    resource = _resource_id(row.response_body)
+    request = (f"{row.method} {row.path}" if row.method and row.path
+               else f"a {operation} request")
+    when = f" at {row.created_at.isoformat()}" if row.created_at else ""
+    what = (f" (answered {row.response_status}" + (f", id {resource}" if resource is not None
+                                                   else "") + ")"
+            if row.state == "completed" else " (still running)")
+    error = IdempotencyKeyReused(
+        f"{HEADER} {key!r} was already used for another request: {request}{when}{what}; "
+        "use a new key for a new request")
+    error.problem_extra = {"stored_request": {
+        "operation": operation, "method": row.method, "path": row.path,
+        "received_at": row.created_at.isoformat() if row.created_at else None,
+        "state": row.state, "resource_id": resource}}
+    return error
+
+
+def _resource_id(body: str | None) -> int | str | None:
+    """The ``id`` of a stored response body (or of its first object member: a timeline's)."""
+    if not body:
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    for candidate in (doc, *(v for v in doc.values() if isinstance(v, dict))):
+        for name in ("id", "case_id", "transaction_id"):
+            value = candidate.get(name)
+            if isinstance(value, int | str) and not isinstance(value, bool):
+                return value
+    return None
 
 
 def complete(engine: Engine, client_id: int, operation: str, key: str, status: int,
@@ -142,7 +183,8 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
     fp = fingerprint(operation, target, body.model_dump(mode="json") if body else None)
     subject = ",".join(f"{k}={v}" for k, v in sorted(target.items()))
     stored = claim(ctx.engine, principal.client_id, operation, key, fp,
-                   stale_s=ctx.idempotency_stale_s)
+                   stale_s=ctx.idempotency_stale_s, method=request.method,
+                   path=request.url.path[:2000])
     if stored is not None:
         if audited:
             audit(ctx.engine, request, principal, operation, subject, stored.status,

@@ -136,6 +136,16 @@ def _refine_value(name: str, schema: dict[str, Any], chains: ChainsConfig | None
         elif name == "asset" and chains is not None:
             variant["enum"] = sorted(chains.assets)
             variant.pop("pattern", None)
+        elif name == "source" and chains is not None:
+            # A refill's source: one of the configured cold addresses (of the request's chain,
+            # else 422 ``refill_invalid``); none configured: no value is acceptable.
+            cold = sorted({a for c in chains.chains.values() for a in c.cold_addresses})
+            if cold:
+                variant["enum"] = cold
+                variant.pop("pattern", None)
+            variant["description"] = (
+                "One of the chain's configured cold addresses (default: the asset's cold "
+                "address in [sweeps]); another address is 422 ``refill_invalid``.")
 
 
 def _refine_parameters(operation: dict[str, Any], chains: ChainsConfig | None) -> bool:

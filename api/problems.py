@@ -30,6 +30,9 @@ from sweeps import errors as se
 from withdrawals import errors as we
 
 PROBLEM_JSON = "application/problem+json"
+#: The pydantic error type of ``api.schemas.MinorUnits`` and the code it answers with
+#: (``ledger.errors.AmountInvalid.code``; api.schemas imports this module, not the reverse).
+AMOUNT_ERROR = le.AmountInvalid.code
 log = logging.getLogger("custody.api")
 
 
@@ -38,6 +41,8 @@ class ApiError(CustodyError):
 
     code = "api_error"
     status = 400
+    #: Machine fields the problem document carries besides the standard ones.
+    problem_extra: dict[str, Any] | None = None
 
 
 class Unauthenticated(ApiError):
@@ -103,6 +108,41 @@ class IdempotencyInProgress(ApiError):
     retryable = True
 
 
+class FundsShort(CustodyError):
+    """The available balance does not cover the request; nothing was written. The detail says
+    which balance was short and by how much (decimals with the asset); the problem carries
+    ``account``, ``asset``, ``available``, ``needed`` and ``shortfall`` (amount objects)."""
+
+    code = le.InsufficientFunds.code
+
+    def __init__(self, *, account: str, asset: str, scale: int, available_minor: int,
+                 needed_minor: int, what: str) -> None:
+        short = needed_minor - available_minor
+        super().__init__(
+            f"insufficient funds: the available balance of {account} is "
+            f"{plain_decimal(available_minor, scale)} {asset}, {what} needs "
+            f"{plain_decimal(needed_minor, scale)} {asset} (short by "
+            f"{plain_decimal(short, scale)} {asset})")
+        self.problem_extra: dict[str, Any] = {
+            "account": account, "asset": asset,
+            "available": le_amount(available_minor, scale),
+            "needed": le_amount(needed_minor, scale),
+            "shortfall": le_amount(short, scale)}
+
+
+def le_amount(minor: int, scale: int) -> dict[str, str]:
+    """The API's amount object ``{"minor", "decimal"}``."""
+    from ledger.model import amount_json
+
+    return amount_json(minor, scale)
+
+
+def plain_decimal(minor: int, scale: int) -> str:
+    """Minor units as a decimal without trailing zeros (1200000000000000000 at 18: ``1.2``)."""
+    text = le_amount(minor, scale)["decimal"]
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 class RateLimited(ApiError):
     """Too many requests with this API key in the current window."""
 
@@ -128,6 +168,7 @@ STATUS: dict[type[CustodyError], int] = {
     # A well-formed request the current state refuses (a balance, a limit) is a conflict: the
     # same request may succeed later; 422 is for requests that never can.
     le.InsufficientFunds: 409,
+    FundsShort: 409,
     le.PeriodClosed: 409,
     le.NotOutOfPeriod: 409,
     le.ReversalExceedsOriginal: 409,
@@ -215,7 +256,8 @@ async def _custody_error(request: Request, exc: Exception) -> Response:
         headers = {"Retry-After": str(exc.retry_after_s)}
     elif status == 401:
         headers = {"WWW-Authenticate": "Bearer"}
-    return problem(request, status, exc.code, exc.message, headers=headers)
+    extra: dict[str, Any] = getattr(exc, "problem_extra", None) or {}
+    return problem(request, status, exc.code, exc.message, headers=headers, **extra)
 
 
 def _errors(exc: RequestValidationError) -> list[dict[str, Any]]:
@@ -231,6 +273,12 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = _errors(exc)
     where = ", ".join(".".join(str(p) for p in e["loc"]) for e in errors[:5])
+    if errors and all(e["type"] == AMOUNT_ERROR for e in errors):
+        # One code for every shape of a bad amount ("0", "-1", "1.5", "1e3", a number, ...):
+        # the shared ``api.schemas.MinorUnits`` type raises this error type and no other.
+        return problem(request, 422, AMOUNT_ERROR,
+                       f"invalid amount: {where} must be a positive integer string of minor "
+                       "units below 2^127", errors=errors)
     return problem(request, 422, "request_invalid", f"invalid request: {where}", errors=errors)
 
 

@@ -8,17 +8,18 @@ Request bodies forbid unknown fields; every string has a bound.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from pydantic_core import to_json
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic_core import PydanticCustomError, to_json
 
-from api.problems import RequestInvalid
+from api.problems import AMOUNT_ERROR, RequestInvalid
 from config.money import AmountTextInvalid, parse_decimal_amount
 from ledger.errors import AmountInvalid
-from ledger.model import amount_json, check_amount
+from ledger.model import AMOUNT_LIMIT, amount_json, check_amount
 from ledger.repository import TransactionRecord
 from ledger.service import UserBalance
 
@@ -28,21 +29,54 @@ TX_HASH_PATTERN = r"^0x[0-9a-fA-F]{64}$"
 #: ``log:N``, ``call:0`` or an internal call's path ``call:0.<i>.<j>...`` (chains.traces).
 POSITION_PATTERN = r"^(log:[0-9]{1,9}|call:[0-9]{1,9}(\.[0-9]{1,9}){0,1024})$"
 MINOR_PATTERN = r"^[0-9]{1,40}$"
+#: A request amount: a positive integer of minor units, as a string, no sign, no leading zero,
+#: no spaces, no exponent (39 digits at most; ``parse_minor`` also refuses 2^127 and above).
+AMOUNT_PATTERN = r"^[1-9][0-9]{0,38}$"
 Text = Annotated[str, Field(min_length=1, max_length=500)]
-MinorUnits = Annotated[str, Field(pattern=MINOR_PATTERN, examples=["30000000"],
-                                  description="Minor units of the asset, as a string of digits.")]
+#: The one error ``type`` of a refused request amount: ``api.problems`` answers 422
+#: ``amount_invalid`` when every error of a request is this one.
+_AMOUNT = re.compile(AMOUNT_PATTERN)
+
+
+def _amount_text(value: object) -> object:
+    """A request amount as it came, if it is a positive integer string below 2^127; else the
+    pydantic error ``amount_invalid`` (a JSON number too: floats lose digits)."""
+    if isinstance(value, str) and _AMOUNT.fullmatch(value) and int(value) < AMOUNT_LIMIT:
+        return value
+    shown = repr(value)[:50]
+    raise PydanticCustomError(AMOUNT_ERROR, "amount must be a positive integer string of "
+                              "minor units below 2^127, got {shown}", {"shown": shown})
+
+
+MinorUnits = Annotated[str, BeforeValidator(_amount_text), Field(
+    pattern=AMOUNT_PATTERN, max_length=39, examples=["30000000"],
+    json_schema_extra={"pattern": AMOUNT_PATTERN},
+    description=("Minor units of the asset: a positive integer as a string of digits (no "
+                 "sign, leading zero, spaces, fraction or exponent; below 2^127). Anything "
+                 "else is refused with 422 ``amount_invalid``."))]
 
 
 def parse_minor(text: str, *, what: str = "amount") -> int:
-    """Minor units (digits, which the schema checks first) as an int below 2^127, else 422."""
+    """A positive amount of minor units (``AMOUNT_PATTERN``, below 2^127) as an int; else
+    422 ``amount_invalid``."""
+    if not _AMOUNT.fullmatch(text):
+        raise AmountInvalid(f"{what} must be a positive integer string of minor units, "
+                            f"got {text[:50]!r}")
     try:
         return check_amount(parse_decimal_amount(text, 0), what=what)
     except (AmountTextInvalid, AmountInvalid) as exc:
-        raise RequestInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
+        raise AmountInvalid(f"{what} must be minor units below 2^127, got {text[:50]!r}") from exc
+
+
+#: What ``parse_instant`` accepts, for the document: an ISO 8601 time whose year (as written)
+#: is 1970 to 9998 (``format: date-time`` alone would admit year 1 and 9999).
+INSTANT_PATTERN = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
+INSTANT_RANGE = "The year must be 1970 to 9998 (else 422 ``request_invalid``)."
 
 
 def parse_instant(text: str | None, *, what: str) -> datetime | None:
-    """An ISO 8601 time (naive: UTC) between 1970 and 9999, in UTC; 422 otherwise."""
+    """An ISO 8601 time (naive: UTC) of a year (as written) 1970 to 9998, in UTC; 422
+    otherwise."""
     if text is None:
         return None
     try:
@@ -72,6 +106,15 @@ class Amount(BaseModel):
 def amount(minor: int, scale: int) -> Amount:
     """An Amount from minor units and the asset's scale."""
     return Amount(**amount_json(minor, scale))
+
+
+class Page(BaseModel):
+    """The pagination fields every list shares (``api.routes.paging``): its ``items`` are a
+    page; pass ``next_cursor`` as ``cursor`` (same filters) for the next one."""
+
+    has_more: bool = Field(default=False, description="Whether another page follows.")
+    next_cursor: str | None = Field(default=None, description=(
+        "The ``cursor`` of the next page; null on the last page."))
 
 
 # --- users, addresses, balances -------------------------------------------------------------
@@ -186,6 +229,13 @@ class Deposit(BaseModel):
     updated_at: datetime
 
 
+class StatementBalance(BaseModel):
+    """The user's balances in the statement's asset at one point of it."""
+
+    available: Amount = Field(description="The wallet: what the user can spend.")
+    posted: Amount = Field(description="Wallet plus withdrawals in flight.")
+
+
 class StatementLine(BaseModel):
     """One posting on a user's statement, with the running balances after it."""
 
@@ -202,22 +252,28 @@ class StatementLine(BaseModel):
     recorded_at: datetime
 
 
-class StatementPage(BaseModel):
+class StatementPage(Page):
     """A page of a user's statement in one asset, oldest first; pass ``next_cursor`` as
-    ``cursor`` for the next page."""
+    ``cursor`` for the next page. ``opening`` is the balance before the page's first line
+    (for the first page of a range: just before ``from``), ``closing`` the balance after its
+    last line (``opening`` plus the lines); on the last page of a range, ``closing`` is the
+    balance at ``to``."""
 
     user_id: str
     asset: str
     scale: int
+    #: The range asked (``from``/``to``; null: open), by the time each posting was recorded.
+    range_from: datetime | None = Field(serialization_alias="from")
+    range_to: datetime | None = Field(serialization_alias="to")
+    opening: StatementBalance
+    closing: StatementBalance
     items: list[StatementLine]
-    next_cursor: str | None
 
 
-class DepositPage(BaseModel):
+class DepositPage(Page):
     """A page of deposits, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
 
     items: list[Deposit]
-    next_cursor: str | None
 
 
 class Posting(BaseModel):
@@ -323,12 +379,32 @@ class Cases(BaseModel):
 # --- withdrawals ------------------------------------------------------------------------------
 
 
+#: A withdrawal's destination as the document states it: 0x and 40 hex digits, and ``not`` the
+#: zero address (the EIP-55 checksum of a mixed-case address is checked by the service:
+#: ``withdrawals.model.normalize_address``).
+WITHDRAWAL_TO_PATTERN = r"^0x[0-9a-fA-F]{40}$"
+ZERO_ADDRESS = "0x" + "0" * 40
+
+
+def _to_schema(schema: dict[str, Any]) -> None:
+    """The document's ``to``: the pattern (which fixes the length) and ``not`` the zero address;
+    the server's own bound (100 characters) is not repeated, as generators of clients and test
+    data fail to combine a pattern with length bounds efficiently."""
+    schema.pop("minLength", None)
+    schema.pop("maxLength", None)
+    schema.update({"pattern": WITHDRAWAL_TO_PATTERN, "not": {"const": ZERO_ADDRESS}})
+
+
 class WithdrawalCreate(Body):
     """A withdrawal request: ``amount`` in minor units of the ledger asset, as a string."""
 
     asset: str = Field(pattern=ASSET_PATTERN)
     chain: str = Field(pattern=CHAIN_PATTERN)
-    to: str = Field(min_length=1, max_length=100, description="EVM address (EIP-55 or lower).")
+    to: str = Field(min_length=1, max_length=100, description=(
+        "EVM address: 0x and 40 hex digits, all lower case, all upper case or with a valid "
+        "EIP-55 checksum; not the zero address. A bad checksum or a malformed address is "
+        "422 ``address_invalid``, the zero address 422 ``address_zero``."),
+        json_schema_extra=_to_schema)
     amount: MinorUnits
 
 
@@ -351,6 +427,12 @@ class Withdrawal(BaseModel):
     requested_at: datetime
     state_changed_at: datetime
     unknown_since: datetime | None
+
+
+class WithdrawalPage(Page):
+    """A page of withdrawals, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[Withdrawal]
 
 
 class WithdrawalEvent(BaseModel):
@@ -452,7 +534,9 @@ class Reversal(BaseModel):
 class PeriodClose(Body):
     """Close everything effective before ``ends_at``."""
 
-    ends_at: str = Field(max_length=64, json_schema_extra={"format": "date-time"})
+    ends_at: str = Field(max_length=64, description=(
+        "ISO 8601 time (naive: UTC): entries effective before it are closed. " + INSTANT_RANGE),
+        json_schema_extra={"format": "date-time", "pattern": INSTANT_PATTERN})
     reason: Text | None = None
 
 
@@ -495,6 +579,18 @@ class ReturnLink(Body):
     reason: Text
 
 
+class StoredRequest(BaseModel):
+    """The request an ``Idempotency-Key`` was first used for."""
+
+    operation: str
+    method: str | None = Field(description="Null for a key stored before this was recorded.")
+    path: str | None = Field(description="Null for a key stored before this was recorded.")
+    received_at: datetime
+    state: Literal["in_progress", "completed"]
+    #: The id of the resource its response created or changed, if any.
+    resource_id: int | str | None
+
+
 class Problem(BaseModel):
     """An RFC 9457 problem document with the engine's stable ``code``."""
 
@@ -505,6 +601,18 @@ class Problem(BaseModel):
     code: str
     request_id: str
     errors: list[dict[str, Any]] | None = None
+    #: ``insufficient_funds``: the balance that was short, in the user's terms.
+    account: str | None = Field(default=None, description=(
+        "insufficient_funds: the account whose available balance was short."))
+    asset: str | None = Field(default=None, description="insufficient_funds: its asset.")
+    available: Amount | None = Field(default=None, description=(
+        "insufficient_funds: the available balance."))
+    needed: Amount | None = Field(default=None, description=(
+        "insufficient_funds: what the request needed (a withdrawal: amount plus fee_max)."))
+    shortfall: Amount | None = Field(default=None, description=(
+        "insufficient_funds: needed minus available."))
+    stored_request: StoredRequest | None = Field(default=None, description=(
+        "idempotency_key_reused: the request already stored under the key."))
 
 
 class Health(BaseModel):
@@ -547,7 +655,7 @@ class Funding(BaseModel):
     matched_at: datetime | None
 
 
-class Fundings(BaseModel):
+class Fundings(Page):
     """Declared fundings, newest first."""
 
     items: list[Funding]

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas import Body, Text
+from api.schemas import Body, Page, Text
 from reconcile import service
 from reconcile.model import Case
 
@@ -36,7 +36,7 @@ class CaseItem(BaseModel):
     next: str | None = Field(description="What to do next (open cases).")
 
 
-class CaseItems(BaseModel):
+class CaseItems(Page):
     """Cases, oldest first."""
 
     items: list[CaseItem]

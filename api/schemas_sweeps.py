@@ -25,6 +25,7 @@ from api.schemas import (
     Attempt,
     Body,
     MinorUnits,
+    Page,
     Text,
     amount,
 )
@@ -112,7 +113,7 @@ class Sweep(BaseModel):
     updated_at: datetime
 
 
-class Sweeps(BaseModel):
+class Sweeps(Page):
     """Sweeps, newest first."""
 
     items: list[Sweep]
@@ -203,7 +204,7 @@ class ColdTransfer(BaseModel):
     updated_at: datetime
 
 
-class ColdTransfers(BaseModel):
+class ColdTransfers(Page):
     """Cold transfers, newest first."""
 
     items: list[ColdTransfer]
@@ -249,7 +250,7 @@ class Refill(BaseModel):
     updated_at: datetime
 
 
-class Refills(BaseModel):
+class Refills(Page):
     """Refill requests, newest first."""
 
     items: list[Refill]

@@ -240,10 +240,13 @@ def declare_funding(uow: UnitOfWork, config: ChainsConfig, req: FundingRequest, 
     return found, inserted is None
 
 
-def list_fundings(uow: UnitOfWork, *, chain: str | None = None,
-                  limit: int = 200) -> list[FundingRecord]:
-    """Declared fundings (matched or not), newest first."""
-    return repo.fundings(uow.conn, chain=chain, limit=limit)
+def list_fundings(uow: UnitOfWork, *, chain: str | None = None, limit: int = 200,
+                  before_id: int | None = None, since: datetime | None = None,
+                  until: datetime | None = None) -> list[FundingRecord]:
+    """Declared fundings (matched or not), newest first (ids below ``before_id``, declared in
+    ``[since, until)``, when given)."""
+    return repo.fundings(uow.conn, chain=chain, limit=limit, before_id=before_id, since=since,
+                         until=until)
 
 
 # --------------------------------------------------------------------------- cases

@@ -157,7 +157,8 @@ def timeline(uow: UnitOfWork, chain: str, tx_hash: str) -> list[TimelineEntry]:
 
 
 def user_deposits(uow: UnitOfWork, user_id: str, *, limit: int = 200,
-                  before_id: int | None = None) -> list[DepositRecord]:
+                  before_id: int | None = None, since: datetime | None = None,
+                  until: datetime | None = None) -> list[DepositRecord]:
     """A page of the user's deposits with their current state, newest first.
 
     Keyset pagination in SQL: pass the last (smallest) id of the previous page as
@@ -165,7 +166,8 @@ def user_deposits(uow: UnitOfWork, user_id: str, *, limit: int = 200,
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
-    return repo.deposits_of_user(uow.conn, user_id, limit=limit, before_id=before_id)
+    return repo.deposits_of_user(uow.conn, user_id, limit=limit, before_id=before_id,
+                                 since=since, until=until)
 
 
 # --------------------------------------------------------------------------- history writes

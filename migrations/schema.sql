@@ -2108,10 +2108,14 @@ CREATE TABLE public.api_idempotency (
     response_body text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    method text,
+    path text,
     CONSTRAINT api_idempotency_check CHECK (((state = 'completed'::text) = ((response_status IS NOT NULL) AND (response_body IS NOT NULL)))),
     CONSTRAINT api_idempotency_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT api_idempotency_key_check CHECK (((length(key) >= 1) AND (length(key) <= 200))),
+    CONSTRAINT api_idempotency_method_check CHECK ((method ~ '^[A-Z]{1,10}$'::text)),
     CONSTRAINT api_idempotency_operation_check CHECK (((length(operation) >= 1) AND (length(operation) <= 64))),
+    CONSTRAINT api_idempotency_path_check CHECK (((length(path) >= 1) AND (length(path) <= 2000))),
     CONSTRAINT api_idempotency_response_status_check CHECK (((response_status >= 200) AND (response_status <= 599))),
     CONSTRAINT api_idempotency_state_check CHECK ((state = ANY (ARRAY['in_progress'::text, 'completed'::text])))
 );
@@ -2138,6 +2142,20 @@ COMMENT ON COLUMN public.api_idempotency.fingerprint IS 'SHA-256 of the operatio
 --
 
 COMMENT ON COLUMN public.api_idempotency.updated_at IS 'Last claim: a stale in_progress row may be taken over.';
+
+
+--
+-- Name: COLUMN api_idempotency.method; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_idempotency.method IS 'HTTP method of the request first sent with the key (null: stored before 0027).';
+
+
+--
+-- Name: COLUMN api_idempotency.path; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_idempotency.path IS 'Path of the request first sent with the key (null: stored before 0027).';
 
 
 --

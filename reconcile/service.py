@@ -50,12 +50,14 @@ def open_cases(uow: UnitOfWork, *, type: str | None = None,
 
 def list_cases(uow: UnitOfWork, *, type: str | None = None, status: str | None = None,
                subject: str | None = None, limit: int = LIST_LIMIT_MAX,
-               after_id: int = 0) -> list[Case]:
-    """Cases, oldest first (ids above ``after_id``), optionally of one type, status, subject."""
-    if not 1 <= limit <= LIST_LIMIT_MAX:
-        raise ValueError(f"limit must be 1..{LIST_LIMIT_MAX}")
+               after_id: int = 0, since: datetime | None = None,
+               until: datetime | None = None) -> list[Case]:
+    """Cases, oldest first (ids above ``after_id``), optionally of one type, status, subject,
+    first seen in ``[since, until)``."""
+    if not 1 <= limit <= LIST_LIMIT_MAX + 1:
+        raise ValueError(f"limit must be 1..{LIST_LIMIT_MAX + 1}")
     return repo.select(uow.conn, type=type, status=status, subject=subject, limit=limit,
-                       after_id=after_id)
+                       after_id=after_id, since=since, until=until)
 
 
 def count_open_by_type(uow: UnitOfWork) -> dict[str, int]:

@@ -112,10 +112,22 @@ def ids_in_states(conn: Connection, kind: Kind, chain: str, states: Iterable[Sta
 
 
 def list_movements(conn: Connection, kind: Kind, *, chain: str | None = None,
-                   states: Sequence[State] | None = None, limit: int = 200) -> list[Movement]:
-    """Movements of ``kind``, newest first, optionally of one chain and some states."""
+                   states: Sequence[State] | None = None, limit: int = 200,
+                   before_id: int | None = None, since: datetime | None = None,
+                   until: datetime | None = None) -> list[Movement]:
+    """Movements of ``kind``, newest first, optionally of one chain and some states, with ids
+    below ``before_id`` and created in ``[since, until)``."""
     where: list[str] = ["true"]
     params: dict[str, Any] = {"n": limit}
+    if before_id is not None:
+        where.append("id < :b")
+        params["b"] = before_id
+    if since is not None:
+        where.append("created_at >= :since")
+        params["since"] = since
+    if until is not None:
+        where.append("created_at < :until")
+        params["until"] = until
     if chain is not None:
         where.append("chain = :c")
         params["c"] = chain
@@ -529,12 +541,19 @@ def refill_by_request_key(conn: Connection, request_key: str) -> RefillRecord | 
 
 
 def list_refills(conn: Connection, *, chain: str | None = None, state: str | None = None,
-                 limit: int = 200) -> list[RefillRecord]:
-    """Refill requests, newest first, optionally of one chain and one state."""
+                 limit: int = 200, before_id: int | None = None,
+                 since: datetime | None = None,
+                 until: datetime | None = None) -> list[RefillRecord]:
+    """Refill requests, newest first, optionally of one chain and one state, with ids below
+    ``before_id`` and created in ``[since, until)``."""
     rows = conn.execute(
         sa.text("SELECT * FROM refill_requests WHERE (CAST(:c AS text) IS NULL OR chain = :c) "
-                "AND (CAST(:s AS text) IS NULL OR state = :s) ORDER BY id DESC LIMIT :n"),
-        {"c": chain, "s": state, "n": limit})
+                "AND (CAST(:s AS text) IS NULL OR state = :s) "
+                "AND (CAST(:b AS bigint) IS NULL OR id < :b) "
+                "AND (CAST(:since AS timestamptz) IS NULL OR created_at >= :since) "
+                "AND (CAST(:until AS timestamptz) IS NULL OR created_at < :until) "
+                "ORDER BY id DESC LIMIT :n"),
+        {"c": chain, "s": state, "n": limit, "b": before_id, "since": since, "until": until})
     return [_refill(r) for r in rows]
 
 

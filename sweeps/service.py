@@ -83,10 +83,14 @@ class Timeline:
 
 
 def list_movements(engine: Engine, kind: Kind, *, chain: str | None = None,
-                   states: Sequence[State] | None = None, limit: int = 200) -> list[Movement]:
-    """Movements of ``kind``, newest first."""
+                   states: Sequence[State] | None = None, limit: int = 200,
+                   before_id: int | None = None, since: datetime | None = None,
+                   until: datetime | None = None) -> list[Movement]:
+    """Movements of ``kind``, newest first (ids below ``before_id``, created in
+    ``[since, until)``, when given)."""
     with UnitOfWork(engine) as uow:
-        return repo.list_movements(uow.conn, kind, chain=chain, states=states, limit=limit)
+        return repo.list_movements(uow.conn, kind, chain=chain, states=states, limit=limit,
+                                   before_id=before_id, since=since, until=until)
 
 
 def get_movement(engine: Engine, kind: Kind, movement_id: int) -> Movement:
@@ -122,20 +126,28 @@ def _timeline(uow: UnitOfWork, kind: Kind, movement_id: int) -> Timeline:
 
 
 def list_cold_transfers(engine: Engine, *, chain: str | None = None,
-                        states: Sequence[State] | None = None,
-                        limit: int = 200) -> list[tuple[Movement, list[ColdDecisionRecord]]]:
-    """Cold transfers, newest first, each with the admins' decisions on it."""
+                        states: Sequence[State] | None = None, limit: int = 200,
+                        before_id: int | None = None, since: datetime | None = None,
+                        until: datetime | None = None,
+                        ) -> list[tuple[Movement, list[ColdDecisionRecord]]]:
+    """Cold transfers, newest first, each with the admins' decisions on it (ids below
+    ``before_id``, created in ``[since, until)``, when given)."""
     with UnitOfWork(engine) as uow:
         found = repo.list_movements(uow.conn, Kind.COLD_TRANSFER, chain=chain, states=states,
-                                    limit=limit)
+                                    limit=limit, before_id=before_id, since=since,
+                                    until=until)
         return [(m, repo.list_cold_decisions(uow.conn, m.id)) for m in found]
 
 
 def list_refills(engine: Engine, *, chain: str | None = None, state: str | None = None,
-                 limit: int = 200) -> list[RefillRecord]:
-    """Refill requests, newest first."""
+                 limit: int = 200, before_id: int | None = None,
+                 since: datetime | None = None,
+                 until: datetime | None = None) -> list[RefillRecord]:
+    """Refill requests, newest first (ids below ``before_id``, created in ``[since, until)``,
+    when given)."""
     with UnitOfWork(engine) as uow:
-        return repo.list_refills(uow.conn, chain=chain, state=state, limit=limit)
+        return repo.list_refills(uow.conn, chain=chain, state=state, limit=limit,
+                                 before_id=before_id, since=since, until=until)
 
 
 # --------------------------------------------------------------------------- asset units

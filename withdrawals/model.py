@@ -256,16 +256,17 @@ def transition(state: State, event: Event, *, now: datetime) -> Transition:
 def normalize_address(text: str) -> str:
     """The destination as lower-case hex, or AddressInvalid / AddressZero.
 
-    Accepted: ``0x`` + 40 hex digits, either all lower-case (no checksum information) or
-    mixed-case with a valid EIP-55 checksum. Mixed case that fails the checksum is a typo and
-    is refused, as is an all-upper-case body (it carries no checksum and is rarely intended).
+    Accepted: ``0x`` + 40 hex digits, all lower-case or all upper-case (no checksum
+    information, as EIP-55 reads them), or mixed-case with a valid EIP-55 checksum. Mixed case
+    that fails the checksum is a typo and is refused.
     """
     if not isinstance(text, str) or len(text) != 42 or not text.startswith("0x"):
         raise AddressInvalid(f"not an EVM address: {text!r}")
     body = text[2:]
     if not set(body) <= _HEX:
         raise AddressInvalid(f"not an EVM address: {text!r}")
-    if body != body.lower() and to_checksum_address("0x" + body.lower()) != text:
+    unchecked = body in (body.lower(), body.upper())
+    if not unchecked and to_checksum_address("0x" + body.lower()) != text:
         raise AddressInvalid(f"address {text} fails its EIP-55 checksum")
     lowered = "0x" + body.lower()
     if lowered == ZERO_ADDRESS:

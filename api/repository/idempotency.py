@@ -7,6 +7,7 @@ are in ``api.idempotency``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -22,18 +23,25 @@ class IdempotencyRecord:
     response_status: int | None
     response_body: str | None
     stale: bool
+    #: The request first sent with the key (None: stored before they were recorded).
+    method: str | None = None
+    path: str | None = None
+    created_at: datetime | None = None
 
 
-def insert_claim(conn: Connection, client: int, operation: str, key: str, fp: str) -> bool:
-    """Claim the key (``in_progress``); False when a record exists.
+def insert_claim(conn: Connection, client: int, operation: str, key: str, fp: str, *,
+                 method: str | None = None, path: str | None = None) -> bool:
+    """Claim the key (``in_progress``) for the request ``method`` ``path``; False when a record
+    exists.
 
     A concurrent claim of the same key waits here on the unique index until the first one
     commits, then finds its row: exactly one request runs.
     """
     inserted = conn.execute(sa.text(
-        "INSERT INTO api_idempotency (client_id, operation, key, fingerprint, state) "
-        "VALUES (:c, :o, :k, :f, 'in_progress') ON CONFLICT DO NOTHING RETURNING 1"),
-        {"c": client, "o": operation, "k": key, "f": fp}).first()
+        "INSERT INTO api_idempotency (client_id, operation, key, fingerprint, state, method, "
+        "path) VALUES (:c, :o, :k, :f, 'in_progress', :m, :p) ON CONFLICT DO NOTHING "
+        "RETURNING 1"),
+        {"c": client, "o": operation, "k": key, "f": fp, "m": method, "p": path}).first()
     return inserted is not None
 
 
@@ -41,7 +49,7 @@ def lock_record(conn: Connection, client: int, operation: str, key: str, *,
                 stale_s: int) -> IdempotencyRecord | None:
     """The record under the key, locked (FOR UPDATE) until the end of the transaction."""
     row = conn.execute(sa.text(
-        "SELECT fingerprint, state, response_status, response_body, "
+        "SELECT fingerprint, state, response_status, response_body, method, path, created_at, "
         "updated_at < now() - make_interval(secs => :stale) AS stale "
         "FROM api_idempotency WHERE client_id = :c AND operation = :o AND key = :k "
         "FOR UPDATE"), {"c": client, "o": operation, "k": key, "stale": stale_s}).first()
@@ -49,7 +57,7 @@ def lock_record(conn: Connection, client: int, operation: str, key: str, *,
         return None
     status = None if row.response_status is None else int(row.response_status)
     return IdempotencyRecord(row.fingerprint, row.state, status, row.response_body,
-                             bool(row.stale))
+                             bool(row.stale), row.method, row.path, row.created_at)
 
 
 def touch(conn: Connection, client: int, operation: str, key: str) -> None:

@@ -177,6 +177,7 @@ def link_return(
     a transfer to a hot or cold address that opened an ``unattributed_own_address`` case
     resolves that case as a return."""
     ctx = context(request)
+    ctx.chain(body.chain)
     amount_minor = parse_minor(body.amount)
 
     def work(key: str) -> tuple[int, Withdrawal]:

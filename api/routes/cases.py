@@ -18,6 +18,7 @@ from api import idempotency
 from api.auth import AdminScope, Principal, StaffReader
 from api.idempotency import IdempotencyKey
 from api.routes.deps import AUTHED, MONEY, ApiContext, Uow, context, problems
+from api.routes.paging import CursorParam, FromParam, ToParam, cursor_id, page, window
 from api.schemas_cases import CaseItem, CaseItems, CaseResolve, case_item
 from config.uow import run_in_transaction
 from reconcile import service
@@ -35,13 +36,19 @@ def list_cases(
     type: Annotated[str | None, Query(pattern=r"^[a-z_]{1,64}$")] = None,
     status: Annotated[Literal["open", "resolved", "all"], Query()] = "open",
     limit: Annotated[int, Query(ge=1, le=service.LIST_LIMIT_MAX)] = 100,
-    after_id: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    cursor: CursorParam = None,
+    since: FromParam = None,
+    until: ToParam = None,
 ) -> CaseItems:
     """Every case of the engine: reconciliation findings, deposit and withdrawal cases; of one
-    ``type`` and ``status`` (``all``: both); ``after_id`` pages on."""
+    ``type`` and ``status`` (``all``: both); ``from`` and ``to`` bound the time each was
+    first seen. Oldest first: ``next_cursor`` pages on."""
+    span = window(since, until)
     found = service.list_cases(uow, type=type, status=None if status == "all" else status,
-                               limit=limit, after_id=after_id)
-    return CaseItems(items=[case_item(c) for c in found])
+                               limit=limit + 1, after_id=cursor_id(cursor) or 0,
+                               since=span.since, until=span.until)
+    items, more, after = page(found, limit, lambda c: c.id)
+    return CaseItems(items=[case_item(c) for c in items], has_more=more, next_cursor=after)
 
 
 @router.get("/cases/{case_id}", response_model=CaseItem, responses=problems(*AUTHED),

@@ -28,6 +28,7 @@ def deposit_timeline(
 ) -> DepositTimeline:
     """For a client, only the transfers to its own users (none: 404)."""
     ctx = context(request)
+    ctx.chain(chain)
     entries = deposits.timeline(uow, chain, tx_hash)
     users = {e.deposit.user_id for e in entries if e.deposit.user_id is not None}
     visible = auth.visible_users(uow, principal, users)

@@ -19,7 +19,8 @@ from fastapi.responses import JSONResponse
 from api import idempotency
 from api.auth import AdminScope, Principal, StaffReader
 from api.idempotency import IdempotencyKey
-from api.routes.deps import AUTHED, MONEY, context, problems
+from api.routes.deps import AUTHED, MONEY, ApiContext, context, problems
+from api.routes.paging import CursorParam, FromParam, ToParam, cursor_id, page, window
 from api.schemas import ApprovalCreate, parse_minor
 from api.schemas_sweeps import (
     ColdTransfer,
@@ -55,19 +56,33 @@ def _actor(principal: Principal) -> service.Actor:
     return service.Actor(principal.actor, admin=principal.scope == "admin")
 
 
+def _known(ctx: ApiContext, chain: str | None) -> None:
+    """A chain filter names a configured chain (422 ``chain_unknown``), never matches nothing."""
+    if chain is not None:
+        ctx.chain(chain)
+
+
 # --- sweeps -----------------------------------------------------------------------------------
 
 
 @router.get("/sweeps", response_model=Sweeps, responses=problems(*AUTHED),
             summary="Sweeps, newest first")
 def list_sweeps(request: Request, principal: StaffReader, chain: ChainFilter = None,
-                state: StateFilter = None, limit: Limit = 200) -> Sweeps:
+                state: StateFilter = None, limit: Limit = 200, cursor: CursorParam = None,
+                since: FromParam = None, until: ToParam = None) -> Sweeps:
     """Sweeps of deposit addresses to the hot wallet. ``needs_signer``: proposed only (an xpub
-    address source holds no key): the engine never signs it."""
+    address source holds no key): the engine never signs it. ``from`` and ``to`` bound the
+    time each was planned."""
     ctx = context(request)
+    _known(ctx, chain)
+    span = window(since, until)
     found = service.list_movements(ctx.engine, Kind.SWEEP, chain=chain,
-                                   states=None if state is None else [state], limit=limit)
-    return Sweeps(items=[sweep_view(ctx.chains, m) for m in found])
+                                   states=None if state is None else [state], limit=limit + 1,
+                                   before_id=cursor_id(cursor), since=span.since,
+                                   until=span.until)
+    items, more, after = page(found, limit, lambda m: m.id)
+    return Sweeps(items=[sweep_view(ctx.chains, m) for m in items], has_more=more,
+                  next_cursor=after)
 
 
 @router.get("/sweeps/{sweep_id}", response_model=SweepTimeline, responses=problems(*AUTHED),
@@ -88,6 +103,7 @@ def run_sweeper(request: Request, body: SweepRunCreate, principal: AdminScope,
     with the step's counts and the dust it left; a replay with the same key answers with the
     first step's report and steps nothing."""
     ctx = context(request)
+    ctx.chain(body.chain)
     sweeper = ctx.sweeper(body.chain, ctx.clock())
 
     def work(key: str) -> tuple[int, SweepStep]:
@@ -110,6 +126,7 @@ def propose_cold_transfer(request: Request, body: ColdTransferCreate, principal:
     different admins above ``cold_dual_approval_above``, never by the proposer. 409
     ``cold_transfer_open`` while another of the chain and asset is in flight."""
     ctx = context(request)
+    ctx.chain(body.chain)
     cfg, wcfg = ctx.sweeps_config(), ctx.withdrawals_config()
     plan = service.plan_cold_transfer(ctx.chains, wcfg, cfg, service.ColdProposal(
         body.chain, body.asset, parse_minor(body.amount), body.reason))
@@ -150,12 +167,21 @@ def decide_cold_transfer(request: Request, cold_transfer_id: BigId, body: Approv
 @router.get("/cold-transfers", response_model=ColdTransfers, responses=problems(*AUTHED),
             summary="Cold transfers, newest first")
 def list_cold_transfers(request: Request, principal: StaffReader, chain: ChainFilter = None,
-                        state: StateFilter = None, limit: Limit = 200) -> ColdTransfers:
-    """Proposed, approved, in flight and done, with the admins' decisions."""
+                        state: StateFilter = None, limit: Limit = 200,
+                        cursor: CursorParam = None, since: FromParam = None,
+                        until: ToParam = None) -> ColdTransfers:
+    """Proposed, approved, in flight and done, with the admins' decisions; ``from`` and ``to``
+    bound the time each was proposed."""
     ctx = context(request)
+    _known(ctx, chain)
+    span = window(since, until)
     found = service.list_cold_transfers(ctx.engine, chain=chain,
-                                        states=None if state is None else [state], limit=limit)
-    return ColdTransfers(items=[cold_view(ctx.chains, m, d) for m, d in found])
+                                        states=None if state is None else [state],
+                                        limit=limit + 1, before_id=cursor_id(cursor),
+                                        since=span.since, until=span.until)
+    items, more, after = page(found, limit, lambda md: md[0].id)
+    return ColdTransfers(items=[cold_view(ctx.chains, m, d) for m, d in items], has_more=more,
+                         next_cursor=after)
 
 
 @router.get("/cold-transfers/{cold_transfer_id}", response_model=ColdTransferTimeline,
@@ -179,6 +205,7 @@ def request_refill(request: Request, body: RefillCreate, principal: AdminScope,
     a transfer of exactly ``amount`` from ``source`` to the hot wallet is matched to the
     oldest open request like it and booked as an internal movement (custody unchanged)."""
     ctx = context(request)
+    ctx.chain(body.chain)
     cfg, wcfg = ctx.sweeps_config(), ctx.withdrawals_config()
     plan = service.plan_refill(ctx.chains, wcfg, cfg, service.RefillAsk(
         body.chain, body.asset, parse_minor(body.amount), body.source, body.reason))
@@ -198,8 +225,16 @@ def request_refill(request: Request, body: RefillCreate, principal: AdminScope,
 def list_refills(request: Request, principal: StaffReader, chain: ChainFilter = None,
                  state: Annotated[Literal["open", "matched", "canceled"] | None,
                                   Query()] = None,
-                 limit: Limit = 200) -> Refills:
-    """Open and matched requests (a matched one names the transfer that fulfilled it)."""
+                 limit: Limit = 200, cursor: CursorParam = None, since: FromParam = None,
+                 until: ToParam = None) -> Refills:
+    """Open and matched requests (a matched one names the transfer that fulfilled it);
+    ``from`` and ``to`` bound the time each was requested."""
     ctx = context(request)
-    return Refills(items=[refill_view(ctx.chains, r) for r in service.list_refills(
-        ctx.engine, chain=chain, state=state, limit=limit)])
+    _known(ctx, chain)
+    span = window(since, until)
+    found = service.list_refills(ctx.engine, chain=chain, state=state, limit=limit + 1,
+                                 before_id=cursor_id(cursor), since=span.since,
+                                 until=span.until)
+    items, more, after = page(found, limit, lambda r: r.id)
+    return Refills(items=[refill_view(ctx.chains, r) for r in items], has_more=more,
+                   next_cursor=after)

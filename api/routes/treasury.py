@@ -17,6 +17,7 @@ from api.auth import AdminScope, StaffReader
 from api.idempotency import IdempotencyKey
 from api.problems import RequestInvalid
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
+from api.routes.paging import CursorParam, FromParam, ToParam, cursor_id, page, window
 from api.schemas import (
     Amount,
     CaseDecision,
@@ -79,6 +80,7 @@ def declare_funding(
     CR equity:owner`` (oldest unmatched funding first, each matched once). ``amount`` is an
     integer string of the asset's minor units, as every amount of this API."""
     ctx = context(request)
+    ctx.chain(body.chain)
     req = own.FundingRequest(body.chain, body.asset, body.amount, body.from_address,
                              body.reason)
     try:
@@ -104,11 +106,20 @@ def list_fundings(
     uow: Uow,
     chain: ChainFilter = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    cursor: CursorParam = None,
+    since: FromParam = None,
+    until: ToParam = None,
 ) -> Fundings:
-    """Matched and expected fundings."""
-    chains = context(request).chains
-    return Fundings(items=[funding_view(chains, f)
-                           for f in own.list_fundings(uow, chain=chain, limit=limit)])
+    """Matched and expected fundings; ``from`` and ``to`` bound the time each was declared."""
+    ctx = context(request)
+    span = window(since, until)
+    if chain is not None:
+        ctx.chain(chain)
+    rows = own.list_fundings(uow, chain=chain, limit=limit + 1, before_id=cursor_id(cursor),
+                             since=span.since, until=span.until)
+    items, more, after = page(rows, limit, lambda f: f.id)
+    return Fundings(items=[funding_view(ctx.chains, f) for f in items], has_more=more,
+                    next_cursor=after)
 
 
 def holdings_view(h: AssetHoldings) -> TreasuryAsset:

@@ -11,6 +11,7 @@ import functools
 import re
 from collections.abc import Callable
 from datetime import datetime
+from itertools import takewhile
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -20,17 +21,20 @@ from api import auth
 from api import problems as api_problems
 from api.auth import USER_ID_PATTERN, ClientScope, Credentials, Principal, ReaderScope
 from api.routes.deps import AUTHED, ApiContext, Uow, context, problems
-from api.routes.views import deposit_view
+from api.routes.paging import CursorParam, FromParam, ToParam, cursor_id, page, window
+from api.routes.views import deposit_view, withdrawal_view
 from api.schemas import (
     AddressCreate,
     Balances,
     DepositAddress,
     DepositAddresses,
     DepositPage,
+    StatementBalance,
     StatementLine,
     StatementPage,
     User,
     UserCreate,
+    WithdrawalPage,
     amount,
     balances_json,
     parse_instant,
@@ -38,6 +42,8 @@ from api.schemas import (
 from config.uow import UnitOfWork
 from deposits import service as deposits
 from ledger import service as ledger
+from withdrawals import service as withdrawals
+from withdrawals.model import State as WithdrawalState
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="User id.")]
@@ -66,7 +72,10 @@ def create_user(
 
 
 @router.post("/{user_id}/deposit-addresses", status_code=201, response_model=DepositAddress,
-             responses=problems(*AUTHED), summary="Get (or assign) a deposit address")
+             responses={200: {"model": DepositAddress,
+                              "description": "The user's existing address on the chain"},
+                        **problems(*AUTHED)},
+             summary="Get (or assign) a deposit address")
 def assign_address(
     request: Request,
     response: Response,
@@ -208,26 +217,58 @@ def list_deposits(
     user_id: UserId,
     principal: ReaderScope,
     uow: Uow,
-    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description=(
-        "``next_cursor`` of the previous page."))] = None,
+    cursor: CursorParam = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    since: FromParam = None,
+    until: ToParam = None,
 ) -> DepositPage:
-    """A page of the user's deposits with their current state, newest first.
+    """A page of the user's deposits with their current state, newest first; ``from`` and
+    ``to`` bound the time each was first seen.
 
     The cursor is the id of the last deposit of the previous page (keyset pagination).
     """
     ctx = context(request)
+    span = window(since, until)
     auth.check_user(uow, principal, user_id)
-    before = int(cursor) if cursor is not None else None
-    rows = deposits.user_deposits(uow, user_id, limit=limit + 1, before_id=before)
-    page = rows[:limit]
-    more = len(rows) > limit
-    return DepositPage(items=[deposit_view(ctx.chains, d) for d in page],
-                       next_cursor=str(page[-1].id) if more and page else None)
+    rows = deposits.user_deposits(uow, user_id, limit=limit + 1, before_id=cursor_id(cursor),
+                                  since=span.since, until=span.until)
+    items, more, after = page(rows, limit, lambda d: d.id)
+    return DepositPage(items=[deposit_view(ctx.chains, d) for d in items], has_more=more,
+                       next_cursor=after)
+
+
+@router.get("/{user_id}/withdrawals", response_model=WithdrawalPage,
+            responses=problems(*AUTHED),
+            summary="A user's withdrawals, newest first (cursor pagination)")
+def list_withdrawals(
+    request: Request,
+    user_id: UserId,
+    principal: ReaderScope,
+    uow: Uow,
+    state: Annotated[list[WithdrawalState] | None, Query(description=(
+        "Only withdrawals in this state (repeat for several)."))] = None,
+    cursor: CursorParam = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    since: FromParam = None,
+    until: ToParam = None,
+) -> WithdrawalPage:
+    """A page of the user's withdrawals with their current state, newest first; ``from`` and
+    ``to`` bound the time each was requested. Same scopes as the user's deposits: a client
+    reads its own users only (another client's: 404)."""
+    ctx = context(request)
+    span = window(since, until)
+    auth.check_user(uow, principal, user_id)
+    rows = withdrawals.user_withdrawals(
+        uow, user_id, limit=limit + 1, before_id=cursor_id(cursor),
+        states=None if not state else [str(s) for s in state], since=span.since,
+        until=span.until)
+    items, more, after = page(rows, limit, lambda w: w.id)
+    return WithdrawalPage(items=[withdrawal_view(ctx.chains, w) for w in items],
+                          has_more=more, next_cursor=after)
 
 
 @router.get("/{user_id}/statement", response_model=StatementPage, responses=problems(*AUTHED),
-            summary="A user's postings in one asset with running balances (cursor pagination)")
+            summary="A user's statement in one asset: opening, lines, closing (cursor pagination)")
 def user_statement(
     request: Request,
     user_id: UserId,
@@ -235,24 +276,43 @@ def user_statement(
     uow: Uow,
     asset: Annotated[str, Query(pattern=r"^[A-Z0-9][A-Z0-9._-]{0,31}$",
                                 description="Ledger asset code, e.g. USDC.")],
-    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description=(
-        "``next_cursor`` of the previous page."))] = None,
+    cursor: CursorParam = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    since: FromParam = None,
+    until: ToParam = None,
 ) -> StatementPage:
     """Why is my balance X: every posting on the user's wallet and withdrawals accounts, oldest
     first, with its kind, reference and reason and the available and posted balances after it.
+
+    ``from`` and ``to`` bound the time each posting was recorded (so that every running
+    balance includes every line above it). ``opening`` is the balance just before ``from``
+    (zero without it), ``closing`` is ``opening`` plus the page's lines: on the last page of
+    the range, the balance at ``to``.
     """
+    span = window(since, until)
     auth.check_user(uow, principal, user_id)
     scale = ledger.get_asset(uow, asset).scale
-    after = int(cursor) if cursor is not None else 0
-    lines = ledger.statement(uow, user_id, asset, after_posting_id=after, limit=limit + 1)
-    page = lines[:limit]
+    start = ledger.statement_start(uow, user_id, asset, recorded_before=span.since,
+                                   after_posting_id=cursor_id(cursor))
+    lines = ledger.statement(uow, user_id, asset, after_posting_id=start.after_posting_id,
+                             limit=limit + 1)
+    # The lines run in posting order; the range ends at the first one recorded at or after
+    # ``to`` (as the console's statement: api.web.users).
+    in_range = list(takewhile(lambda ln: span.until is None or ln.recorded_at < span.until,
+                              lines))
+    items, more, after = page(in_range, limit, lambda ln: ln.posting_id)
+    last = items[-1] if items else None
     return StatementPage(
-        user_id=user_id, asset=asset, scale=scale,
+        user_id=user_id, asset=asset, scale=scale, range_from=span.since, range_to=span.until,
+        opening=StatementBalance(available=amount(start.available_minor, scale),
+                                 posted=amount(start.posted_minor, scale)),
+        closing=StatementBalance(
+            available=amount(last.available_minor if last else start.available_minor, scale),
+            posted=amount(last.posted_minor if last else start.posted_minor, scale)),
         items=[StatementLine(
             posting_id=ln.posting_id, transaction_id=ln.transaction_id, account=ln.account,
             amount=amount(ln.amount_minor, scale), available=amount(ln.available_minor, scale),
             posted=amount(ln.posted_minor, scale), kind=ln.kind, reference=ln.reference,
             reason=ln.reason, effective_at=ln.effective_at, recorded_at=ln.recorded_at)
-            for ln in page],
-        next_cursor=str(page[-1].posting_id) if len(lines) > limit and page else None)
+            for ln in items],
+        has_more=more, next_cursor=after)

@@ -15,10 +15,12 @@ from fastapi.responses import JSONResponse
 from api import auth, idempotency
 from api.auth import USER_ID_PATTERN, AnyScope, ApproverScope, ClientOrAdmin, ClientScope, Principal
 from api.idempotency import IdempotencyKey
-from api.problems import RequestInvalid
+from api.problems import FundsShort, RequestInvalid, plain_decimal
 from api.routes.deps import AUTHED, MONEY, ApiContext, context, problems
 from api.routes.views import timeline_view, withdrawal_view
 from api.schemas import (
+    CHAIN_PATTERN,
+    TX_HASH_PATTERN,
     ApprovalCreate,
     CancelRequest,
     Withdrawal,
@@ -27,6 +29,10 @@ from api.schemas import (
     parse_minor,
 )
 from config.uow import UnitOfWork
+from config.withdrawals import WithdrawalsConfig
+from ledger import chart
+from ledger import service as ledger
+from ledger.errors import InsufficientFunds
 from withdrawals import service
 from withdrawals.errors import WithdrawalNotFound
 from withdrawals.service import WithdrawalRecord
@@ -58,6 +64,7 @@ def create_withdrawal(
     ctx = context(request)
     # Refused before anything is written (no idempotency record either).
     wcfg = ctx.withdrawals_config()
+    ctx.chain(body.chain)
     with UnitOfWork(ctx.engine) as uow:
         auth.check_user(uow, principal, user_id)
     amount_minor = parse_minor(body.amount)
@@ -66,11 +73,33 @@ def create_withdrawal(
         req = service.WithdrawalRequest(
             user_id=user_id, chain=body.chain, asset=body.asset, destination=body.to,
             amount_minor=amount_minor, request_key=key, requested_by=principal.actor)
-        done = service.request_withdrawal(ctx.engine, wcfg, ctx, req, now=ctx.clock())
+        try:
+            done = service.request_withdrawal(ctx.engine, wcfg, ctx, req, now=ctx.clock())
+        except InsufficientFunds:
+            raise funds_short(ctx, wcfg, user_id, body.chain, body.asset,
+                              amount_minor) from None
         return (200 if done.replayed else 201), withdrawal_view(ctx.chains, done.withdrawal)
 
     return idempotency.run(request, principal, idempotency_key, "withdrawal.create",
                            {"user_id": user_id}, body, work)
+
+
+def funds_short(ctx: ApiContext, wcfg: WithdrawalsConfig, user_id: str, chain: str, asset: str,
+                amount_minor: int) -> FundsShort:
+    """The refusal of a withdrawal the wallet cannot cover, in the user's terms: the reserve
+    needs the amount plus the most the fee can be, against the wallet's available balance (as
+    read now, just after the refusal)."""
+    policy = wcfg.policy(chain, asset)
+    fee_max = policy.fee_max_minor if policy is not None else 0
+    with UnitOfWork(ctx.engine) as uow:
+        scale = ledger.get_asset(uow, asset).scale
+        found = [b for b in ledger.user_balances(uow, user_id) if b.asset.code == asset]
+    available = found[0].available_minor if found else 0
+    needed = amount_minor + fee_max
+    what = (f"this withdrawal ({plain_decimal(amount_minor, scale)} {asset} plus a fee of up "
+            f"to {plain_decimal(fee_max, scale)} {asset})")
+    return FundsShort(account=chart.user_wallet(user_id).code, asset=asset, scale=scale,
+                      available_minor=min(available, needed), needed_minor=needed, what=what)
 
 
 @router.get("/withdrawals/{withdrawal_id}", response_model=WithdrawalTimeline,
@@ -84,6 +113,36 @@ def get_withdrawal(
     ctx = context(request)
     _visible(ctx, principal, withdrawal_id)
     return timeline_view(ctx.chains, service.timeline(ctx.engine, withdrawal_id))
+
+
+@router.get("/withdrawals/by-tx/{chain}/{tx_hash}", response_model=WithdrawalTimeline,
+            responses=problems(*AUTHED),
+            summary="The withdrawal that sent a transaction, with its timeline")
+def withdrawal_by_tx(
+    request: Request,
+    chain: Annotated[str, Path(pattern=CHAIN_PATTERN, description="Chain name.")],
+    tx_hash: Annotated[str, Path(pattern=TX_HASH_PATTERN, description=(
+        "Transaction hash of any signed attempt (a fee bump's too), any case."))],
+    principal: AnyScope,
+) -> WithdrawalTimeline:
+    """Look a withdrawal up by the hash of a transaction it signed or broadcast (the hash a
+    user or a block explorer shows): the same answer as ``GET /v1/withdrawals/{id}``.
+    422 ``chain_unknown`` for a chain not configured; 404 ``withdrawal_not_found`` when no
+    withdrawal of that chain sent it, or it is another client's."""
+    ctx = context(request)
+    ctx.chain(chain)
+    with UnitOfWork(ctx.engine) as uow:
+        found = service.withdrawal_of_tx_hash(uow, tx_hash)
+    absent = WithdrawalNotFound(f"no withdrawal sent transaction {tx_hash.lower()} on {chain}")
+    if found is None:
+        raise absent
+    try:
+        w = _visible(ctx, principal, found)
+    except WithdrawalNotFound:
+        raise absent from None  # another client's: as if absent, without its id
+    if w.chain != chain:
+        raise absent
+    return timeline_view(ctx.chains, service.timeline(ctx.engine, w.id))
 
 
 @router.post("/withdrawals/{withdrawal_id}/cancel", response_model=Withdrawal,

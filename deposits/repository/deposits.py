@@ -257,16 +257,21 @@ _PENDING_INCOMING_SQL = (
 
 
 def deposits_of_user(conn: Connection, user_id: str, *, limit: int,
-                     before_id: int | None = None) -> list[DepositRecord]:
-    """The user's deposits, newest first, with ids below ``before_id`` when given.
+                     before_id: int | None = None, since: datetime | None = None,
+                     until: datetime | None = None) -> list[DepositRecord]:
+    """The user's deposits, newest first, with ids below ``before_id`` when given, first seen
+    in ``[since, until)`` when given.
 
     Keyset pagination on ``deposits_user_idx (user_id, id)``: a page costs ``limit`` index
     entries whatever its depth.
     """
     rows = conn.execute(
         sa.text(f"SELECT {_DEPOSIT_COLUMNS} FROM deposits WHERE user_id = :u "
-                "AND (CAST(:b AS bigint) IS NULL OR id < :b) ORDER BY id DESC LIMIT :n"),
-        {"u": user_id, "b": before_id, "n": limit},
+                "AND (CAST(:b AS bigint) IS NULL OR id < :b) "
+                "AND (CAST(:since AS timestamptz) IS NULL OR first_seen_at >= :since) "
+                "AND (CAST(:until AS timestamptz) IS NULL OR first_seen_at < :until) "
+                "ORDER BY id DESC LIMIT :n"),
+        {"u": user_id, "b": before_id, "n": limit, "since": since, "until": until},
     ).all()
     return [_deposit(r) for r in rows]
 

@@ -120,11 +120,18 @@ def funding_by_key(conn: Connection, idempotency_key: str) -> FundingRecord | No
     return None if row is None else _funding(row)
 
 
-def fundings(conn: Connection, *, chain: str | None = None, limit: int) -> list[FundingRecord]:
-    """Declared fundings, newest first, at most ``limit``."""
+def fundings(conn: Connection, *, chain: str | None = None, limit: int,
+             before_id: int | None = None, since: datetime | None = None,
+             until: datetime | None = None) -> list[FundingRecord]:
+    """Declared fundings, newest first, at most ``limit``: ids below ``before_id`` and
+    declared in ``[since, until)`` when given."""
     rows = conn.execute(
         sa.text(_FUNDING + "WHERE (CAST(:c AS text) IS NULL OR f.chain = :c) "
-                "ORDER BY f.id DESC LIMIT :n"), {"c": chain, "n": limit},
+                "AND (CAST(:b AS bigint) IS NULL OR f.id < :b) "
+                "AND (CAST(:since AS timestamptz) IS NULL OR f.declared_at >= :since) "
+                "AND (CAST(:until AS timestamptz) IS NULL OR f.declared_at < :until) "
+                "ORDER BY f.id DESC LIMIT :n"),
+        {"c": chain, "n": limit, "b": before_id, "since": since, "until": until},
     ).all()
     return [_funding(r) for r in rows]
 

@@ -66,14 +66,19 @@ def by_ids(conn: Connection, ids: Sequence[int]) -> list[Case]:
 
 
 def select(conn: Connection, *, type: str | None, status: str | None, subject: str | None,
-           limit: int, after_id: int = 0) -> list[Case]:
-    """Cases, oldest first, optionally of one type, status and subject."""
+           limit: int, after_id: int = 0, since: datetime | None = None,
+           until: datetime | None = None) -> list[Case]:
+    """Cases, oldest first, optionally of one type, status and subject, first seen in
+    ``[since, until)``."""
     rows = conn.execute(sa.text(
         f"SELECT {_COLUMNS} FROM cases WHERE id > :a "
         "AND (CAST(:t AS text) IS NULL OR type = :t) "
         "AND (CAST(:s AS text) IS NULL OR status = :s) "
+        "AND (CAST(:since AS timestamptz) IS NULL OR first_seen_at >= :since) "
+        "AND (CAST(:until AS timestamptz) IS NULL OR first_seen_at < :until) "
         "AND (CAST(:j AS text) IS NULL OR subject = :j) ORDER BY id LIMIT :n"),
-        {"a": after_id, "t": type, "s": status, "j": subject, "n": limit})
+        {"a": after_id, "t": type, "s": status, "j": subject, "n": limit, "since": since,
+         "until": until})
     return [_case(r) for r in rows]
 
 

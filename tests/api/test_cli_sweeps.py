@@ -25,6 +25,9 @@ from tests.sweeps.test_cold import COLD
 PROPOSE = ["cold", "propose", "--chain", "devnet", "--asset", "ETH", "--amount",
            "25000000000000000000", "--reason", "excess of the week"]
 
+#: An empty page of a list (``api.routes.paging``).
+EMPTY_PAGE = {"items": [], "has_more": False, "next_cursor": None}
+
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
@@ -162,7 +165,7 @@ def test_without_sweeps_writes_are_refused(engine: Engine, database_url: str,
                     "ETH", "--amount", "1", "--reason", "low", "--as", "carol"),
             "sweeps_not_configured")
     listed = custody(database_url, path, "sweeps", "list", "--json")
-    assert json.loads(listed.stdout) == {"items": []}
+    assert json.loads(listed.stdout) == EMPTY_PAGE
     assert counts(engine) == dict.fromkeys(TABLES, 0)
 
 

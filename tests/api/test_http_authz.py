@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.api.conftest import DEST, Api, fund_transaction, seed_deposit, take_report
+from tests.api.test_http_lists import sent
 from tests.api.test_treasury import FUNDING, own_case
 
 #: Callers: acme (client, owns the resource), globex (another client), sam (support),
@@ -142,6 +143,12 @@ ENDPOINTS: dict[str, Endpoint] = {
         (201, 404, 403, 403, 403, 401), money=True),
     "get_withdrawal": Endpoint("GET", lambda a: (f"/v1/withdrawals/{_withdrawal(a)}", None),
                                (200, 404, 200, 200, 200, 401)),
+    "list_withdrawals": Endpoint("GET", lambda a: (f"/v1/users/{_user(a)}/withdrawals", None),
+                                 (200, 404, 200, 200, 403, 401)),
+    # As ``get_withdrawal``: the withdrawal that signed the transaction.
+    "withdrawal_by_tx": Endpoint(
+        "GET", lambda a: (f"/v1/withdrawals/by-tx/devnet/{sent(a, _withdrawal(a))}", None),
+        (200, 404, 200, 200, 200, 401)),
     "cancel": Endpoint("POST", lambda a: (f"/v1/withdrawals/{_withdrawal(a)}/cancel", {}),
                        (200, 404, 403, 200, 403, 401), money=True),
     "approve": Endpoint(

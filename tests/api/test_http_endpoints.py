@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from tests.api.conftest import Api, seed_deposit
 
+#: An empty page of a list (``api.routes.paging``).
+EMPTY_PAGE = {"items": [], "has_more": False, "next_cursor": None}
+
 
 def test_balances_deposits_and_timelines(api: Api) -> None:
     user = api.funded_user()
@@ -78,7 +81,7 @@ def test_metrics_cases_and_period_close(api: Api) -> None:
     assert 'custody_deposits_waiting_finality{chain="devnet"} 1.0' in text
     assert 'custody_reconciliation_cases_open{type="deep_reorg"} 0.0' in text
     assert 'custody_reconciliation_cases_open{type="balance_drift"} 0.0' in text
-    assert api.call("GET", "/v1/admin/cases", "sam").json() == {"items": []}
+    assert api.call("GET", "/v1/admin/cases", "sam").json() == EMPTY_PAGE
     proposed = api.call("POST", "/v1/admin/periods", "carol", idem="p",
                         json={"ends_at": "2020-01-01T00:00:00Z", "reason": "year end"})
     assert proposed.status_code == 202, proposed.text

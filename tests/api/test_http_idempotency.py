@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -54,8 +55,20 @@ def test_completed_retry_gets_the_first_response(api: Api) -> None:
 def test_same_key_with_another_body_is_422(api: Api) -> None:
     user = api.funded_user()
     assert withdraw(api, user, "k-1").status_code == 201
+    first = withdraw(api, user, "k-1").json()  # the replay of the first
     other = withdraw(api, user, "k-1", {**BODY, "amount": "31000000"})
     assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+    # The problem names the request already stored under the key, and what it created.
+    stored = other.json()["stored_request"]
+    assert (stored["method"], stored["path"]) == ("POST", f"/v1/users/{user}/withdrawals")
+    assert stored["operation"] == "withdrawal.create" and stored["state"] == "completed"
+    assert stored["resource_id"] == first["id"]
+    received = datetime.fromisoformat(stored["received_at"])
+    assert abs(received - datetime.fromisoformat(first["requested_at"])) < timedelta(minutes=1)
+    assert other.json()["detail"] == (
+        f"Idempotency-Key 'k-1' was already used for another request: POST "
+        f"/v1/users/{user}/withdrawals at {stored['received_at']} (answered 201, id "
+        f"{first['id']}); use a new key for a new request")
     # Keys are per client and operation: another operation may use the same key.
     wid = withdraw(api, user, "k-2").json()["id"]
     cancel = api.call("POST", f"/v1/withdrawals/{wid}/cancel", "acme", idem="k-1", json={})

@@ -39,6 +39,9 @@ REFILL = {"chain": CHAIN, "asset": "USDC", "amount": "2500000000", "reason": "we
 TABLES = ("cold_transfers", "cold_transfer_events", "cold_transfer_approvals",
           "refill_requests", "api_idempotency")
 
+#: An empty page of a list (``api.routes.paging``).
+EMPTY_PAGE = {"items": [], "has_more": False, "next_cursor": None}
+
 
 def sweeps_doc() -> dict[str, Any]:
     """The API tests' configuration (no node) with a cold address and a ``[sweeps]`` section:
@@ -135,7 +138,7 @@ class TestColdTransfers:
         assert listed.status_code == 200 and [c["id"] for c in listed.json()["items"]] == [
             body["id"]]
         assert sapi.call("GET", "/v1/admin/cold-transfers?state=final", "sam").json() == {
-            "items": []}
+            "items": [], "has_more": False, "next_cursor": None}
         shown = sapi.call("GET", f"/v1/admin/cold-transfers/{body['id']}", "sam")
         assert shown.status_code == 200, shown.text
         timeline = shown.json()
@@ -149,14 +152,14 @@ class TestColdTransfers:
     def test_bad_input_refused_nothing_written(self, sapi: Api) -> None:
         before = counts(sapi.engine)
         cases: list[tuple[dict[str, Any], int, str]] = [
-            ({"amount": "1.5"}, 422, "request_invalid"),
-            ({"amount": "abc"}, 422, "request_invalid"),
-            ({"amount": "-1"}, 422, "request_invalid"),
-            ({"amount": "1e3"}, 422, "request_invalid"),
-            ({"amount": 25}, 422, "request_invalid"),
-            ({"amount": "0"}, 422, "cold_transfer_invalid"),
-            ({"amount": "9" * 40}, 422, "request_invalid"),
-            ({"chain": "nochain"}, 422, "cold_transfer_invalid"),
+            ({"amount": "1.5"}, 422, "amount_invalid"),
+            ({"amount": "abc"}, 422, "amount_invalid"),
+            ({"amount": "-1"}, 422, "amount_invalid"),
+            ({"amount": "1e3"}, 422, "amount_invalid"),
+            ({"amount": 25}, 422, "amount_invalid"),
+            ({"amount": "0"}, 422, "amount_invalid"),
+            ({"amount": "9" * 40}, 422, "amount_invalid"),
+            ({"chain": "nochain"}, 422, "chain_unknown"),
             ({"asset": "DOGE"}, 422, "cold_transfer_invalid"),
             ({"reason": ""}, 422, "request_invalid"),
             ({"extra": "x"}, 422, "request_invalid"),
@@ -174,7 +177,7 @@ class TestColdTransfers:
         problem(sapi.call("POST", "/v1/admin/refills", "carol", idem=uuid.uuid4().hex,
                           json={**REFILL, "source": "0x" + "12" * 20}), 422, "refill_invalid")
         problem(sapi.call("POST", "/v1/admin/refills", "carol", idem=uuid.uuid4().hex,
-                          json={**REFILL, "amount": "0"}), 422, "refill_invalid")
+                          json={**REFILL, "amount": "0"}), 422, "amount_invalid")
         problem(sapi.call("POST", "/v1/admin/refills", "carol", json=REFILL), 400,
                 "idempotency_key_missing")
         problem(sapi.call("GET", "/v1/admin/cold-transfers?state=nope", "sam"), 422,
@@ -243,7 +246,7 @@ class TestRefills:
 
 class TestSweeps:
     def test_reads_and_a_run_without_a_node(self, sapi: Api) -> None:
-        assert sapi.call("GET", "/v1/admin/sweeps", "sam").json() == {"items": []}
+        assert sapi.call("GET", "/v1/admin/sweeps", "sam").json() == EMPTY_PAGE
         problem(sapi.call("GET", "/v1/admin/sweeps/7", "sam"), 404, "movement_not_found")
         problem(sapi.call("POST", "/v1/admin/sweeps/run", "sam", idem="x", json={"chain": CHAIN}),
                 403, "forbidden")
@@ -266,7 +269,7 @@ def test_without_sweeps_configured_writes_are_refused(engine: Engine) -> None:
                             409, "sweeps_not_configured")
             assert "[sweeps]" in found["detail"]
         for path in ("/v1/admin/sweeps", "/v1/admin/cold-transfers", "/v1/admin/refills"):
-            assert api.call("GET", path, "sam").json() == {"items": []}
+            assert api.call("GET", path, "sam").json() == EMPTY_PAGE
         assert counts(engine) == dict.fromkeys(TABLES, 0)
 
 

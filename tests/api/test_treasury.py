@@ -117,14 +117,14 @@ class TestFundings:
 
     def test_bad_input_refused_nothing_written(self, api: Api) -> None:
         changes: list[tuple[dict[str, object], str]] = [
-                             ({"chain": "nochain"}, "funding_invalid"),
+                             ({"chain": "nochain"}, "chain_unknown"),
                              ({"asset": "DOGE"}, "funding_invalid"),
-                             ({"amount": "abc"}, "request_invalid"),
-                             ({"amount": "1e3"}, "request_invalid"),
-                             ({"amount": "2.5"}, "request_invalid"),  # not minor units
-                             ({"amount": "-1"}, "request_invalid"),
-                             ({"amount": "0"}, "funding_invalid"),
-                             ({"amount": 2.5}, "request_invalid"),
+                             ({"amount": "abc"}, "amount_invalid"),
+                             ({"amount": "1e3"}, "amount_invalid"),
+                             ({"amount": "2.5"}, "amount_invalid"),  # not minor units
+                             ({"amount": "-1"}, "amount_invalid"),
+                             ({"amount": "0"}, "amount_invalid"),
+                             ({"amount": 2.5}, "amount_invalid"),
                              ({"from_address": "0x12"}, "request_invalid")]
         for change, code in changes:
             r = api.call("POST", "/v1/admin/treasury/fundings", "carol",

@@ -81,7 +81,9 @@ class TestValidation:
         good = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
         assert model.normalize_address(good) == good.lower()
         assert model.normalize_address(good.lower()) == good.lower()
-        bads = (good.upper().replace("0X", "0x"), good[:-1] + "c", good[:-1], 5, "0x" + "g" * 40)
+        # All upper case carries no checksum, as all lower case (EIP-55).
+        assert model.normalize_address(good.upper().replace("0X", "0x")) == good.lower()
+        bads = (good[:-1] + "c", good[:-1], 5, "0x" + "g" * 40, "0X" + good[2:].lower())
         for bad in bads:
             with pytest.raises(errors.AddressInvalid):
                 model.normalize_address(bad)  # type: ignore[arg-type]

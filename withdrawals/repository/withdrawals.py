@@ -91,13 +91,22 @@ def find_by_key(conn: Connection, user_id: str, request_key: str) -> WithdrawalR
 
 
 def withdrawals_of_user(conn: Connection, user_id: str, *, limit: int,
-                        before_id: int | None = None) -> list[WithdrawalRecord]:
+                        before_id: int | None = None, states: Sequence[str] | None = None,
+                        since: datetime | None = None,
+                        until: datetime | None = None) -> list[WithdrawalRecord]:
     """The user's withdrawals, newest first, with ids below ``before_id`` when given (keyset
-    pagination on ``withdrawals_user_id_idx``)."""
+    pagination on ``withdrawals_user_id_idx``), in ``states`` and requested in
+    ``[since, until)`` when given."""
     rows = conn.execute(
         sa.text("SELECT * FROM withdrawals WHERE user_id = :u "
-                "AND (CAST(:b AS bigint) IS NULL OR id < :b) ORDER BY id DESC LIMIT :n"),
-        {"u": user_id, "b": before_id, "n": limit})
+                "AND (CAST(:b AS bigint) IS NULL OR id < :b) "
+                "AND (CAST(:s AS text[]) IS NULL OR state = ANY(:s)) "
+                "AND (CAST(:since AS timestamptz) IS NULL OR requested_at >= :since) "
+                "AND (CAST(:until AS timestamptz) IS NULL OR requested_at < :until) "
+                "ORDER BY id DESC LIMIT :n"),
+        {"u": user_id, "b": before_id, "n": limit,
+         "s": None if states is None else [str(s) for s in states],
+         "since": since, "until": until})
     return [_withdrawal(r) for r in rows]
 
 

@@ -37,12 +37,15 @@ def find_withdrawal(uow: UnitOfWork, withdrawal_id: int) -> WithdrawalRecord | N
 
 
 def user_withdrawals(uow: UnitOfWork, user_id: str, *, limit: int,
-                     before_id: int | None = None) -> list[WithdrawalRecord]:
+                     before_id: int | None = None, states: Sequence[str] | None = None,
+                     since: datetime | None = None,
+                     until: datetime | None = None) -> list[WithdrawalRecord]:
     """A page of the user's withdrawals, newest first (pass the last id of the previous page as
-    ``before_id`` for the next)."""
+    ``before_id`` for the next), optionally in ``states`` and requested in ``[since, until)``."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
-    return repo.withdrawals_of_user(uow.conn, user_id, limit=limit, before_id=before_id)
+    return repo.withdrawals_of_user(uow.conn, user_id, limit=limit, before_id=before_id,
+                                    states=states, since=since, until=until)
 
 
 def withdrawal_of_tx_hash(uow: UnitOfWork, tx_hash: str) -> int | None:
