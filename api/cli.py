@@ -212,29 +212,27 @@ def statement(
     cursor: Annotated[int | None, typer.Option(
         min=0, help="next_cursor of the previous page.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500, help="Postings, oldest first.")] = 100,
+    since: Annotated[str | None, typer.Option(
+        "--from", help="Lines recorded at or after this time (ISO 8601; naive is UTC).")] = None,
+    until: Annotated[str | None, typer.Option(
+        "--to", help="Lines recorded before this time (ISO 8601; naive is UTC).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """A user's postings in one asset with the balances after each, oldest first (--json: the
-    API's ``StatementPage``). An unknown user is an error (user_not_found)."""
-    from api.cli_reads import page, print_json, require_user
+    """A user's postings in one asset with the balances after each, oldest first, and the
+    opening and closing balances of the range (--json: the API's ``StatementPage``). An
+    unknown user is an error (user_not_found)."""
+    from api.cli_reads import print_json, require_user
     from api.render import grid, print_grid
-    from api.schemas import StatementLine, StatementPage, amount
+    from api.routes.users import statement_page
+    from api.schemas import parse_instant
     from config.database import get_engine
     from config.uow import UnitOfWork
-    from ledger import service
 
+    start, end = parse_instant(since, what="--from"), parse_instant(until, what="--to")
     with UnitOfWork(get_engine()) as uow:
         require_user(uow, user_id)
-        scale = service.get_asset(uow, asset).scale
-        lines = service.statement(uow, user_id, asset, after_posting_id=cursor or 0,
-                                  limit=limit + 1)
-    rows, more = lines[:limit], len(lines) > limit
-    body = page(StatementPage, user_id=user_id, asset=asset, scale=scale, items=[StatementLine(
-        posting_id=ln.posting_id, transaction_id=ln.transaction_id, account=ln.account,
-        amount=amount(ln.amount_minor, scale), available=amount(ln.available_minor, scale),
-        posted=amount(ln.posted_minor, scale), kind=ln.kind, reference=ln.reference,
-        reason=ln.reason, effective_at=ln.effective_at, recorded_at=ln.recorded_at)
-        for ln in rows], has_more=more, next_cursor=str(rows[-1].posting_id) if more else None)
+        body = statement_page(uow, user_id, asset, after_posting_id=cursor, limit=limit,
+                              since=start, until=end)
     if as_json:
         print_json(body)
         return
@@ -247,8 +245,12 @@ def statement(
                       line.amount.decimal, line.available.decimal, line.posted.decimal,
                       line.reference or "", line.reason or "")
     print_grid(console, table)
-    if more:
-        console.print(f"more: --cursor {rows[-1].posting_id}", highlight=False, soft_wrap=True)
+    console.print(f"opening available {body.opening.available.decimal}, posted "
+                  f"{body.opening.posted.decimal}; closing available "
+                  f"{body.closing.available.decimal}, posted {body.closing.posted.decimal}",
+                  highlight=False, soft_wrap=True)
+    if body.next_cursor is not None:
+        console.print(f"more: --cursor {body.next_cursor}", highlight=False, soft_wrap=True)
 
 
 @period_app.command("close")

@@ -245,6 +245,13 @@ BY_NAME: dict[str, tuple[str, Any]] = {
     "alerts": ("True when the endpoint also receives the alert events.", False),
     "rotated_at": ("When the signing secret was last rotated; null if never.", None),
     "secret": ("The signing secret: shown in this answer only, store it.", None),
+    "opening": ("The balances just before the range's first line (zero without ``from``).",
+                None),
+    "closing": ("The balances after the page's last line (on the range's last page: at "
+                "``to``).", None),
+    "operation": ("The stored request's method and path.", "POST /v1/users/usr_42/withdrawals"),
+    "received_at": ("When the stored request was received.", TIME),
+    "resource_id": ("The id of what the stored request created, if anything.", "17"),
 }
 
 # "Schema.field" -> (description, example or None): where a name means something particular.
@@ -318,6 +325,9 @@ BY_SCHEMA: dict[str, tuple[str, Any]] = {
     "ReportChain.block_number": ("The finalized block the report read.", 19_000_100),
     "TreasuryAsset.block_number": ("The block the on-chain figures were read at.", 19_000_123),
     "User.created_at": ("When the user was registered.", TIME),
+    "StatementPage.from": ("Start of the range (inclusive), recorded time; null: from the first "
+                           "line.", None),
+    "StatementPage.to": ("End of the range (exclusive), recorded time; null: up to now.", None),
     "Withdrawal.to": ("Destination address of the withdrawal.", ADDRESS),
     "AlertBody.type": ("The alert's event type.", "alert.case_opened"),
     "DepositCaseAlertBody.type": ("The alert's event type.", "alert.deep_reorg"),

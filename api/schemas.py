@@ -32,7 +32,8 @@ MINOR_PATTERN = r"^[0-9]{1,40}$"
 #: A request amount: a positive integer of minor units, as a string, no sign, no leading zero,
 #: no spaces, no exponent (39 digits at most; ``parse_minor`` also refuses 2^127 and above).
 AMOUNT_PATTERN = r"^[1-9][0-9]{0,38}$"
-Text = Annotated[str, Field(min_length=1, max_length=500)]
+#: A reason, a label: 1-500 characters, not only spaces (services strip it).
+Text = Annotated[str, Field(min_length=1, max_length=500, pattern=r"\S")]
 #: The one error ``type`` of a refused request amount: ``api.problems`` answers 422
 #: ``amount_invalid`` when every error of a request is this one.
 _AMOUNT = re.compile(AMOUNT_PATTERN)

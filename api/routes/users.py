@@ -291,19 +291,26 @@ def user_statement(
     """
     span = window(since, until)
     auth.check_user(uow, principal, user_id)
+    return statement_page(uow, user_id, asset, after_posting_id=cursor_id(cursor), limit=limit,
+                          since=span.since, until=span.until)
+
+
+def statement_page(uow: UnitOfWork, user_id: str, asset: str, *, after_posting_id: int | None,
+                   limit: int, since: datetime | None, until: datetime | None) -> StatementPage:
+    """The body of ``GET statement`` (``custody statement`` prints it too): the lines after
+    ``after_posting_id`` recorded in [since, until), with the opening and closing balances."""
     scale = ledger.get_asset(uow, asset).scale
-    start = ledger.statement_start(uow, user_id, asset, recorded_before=span.since,
-                                   after_posting_id=cursor_id(cursor))
+    start = ledger.statement_start(uow, user_id, asset, recorded_before=since,
+                                   after_posting_id=after_posting_id)
     lines = ledger.statement(uow, user_id, asset, after_posting_id=start.after_posting_id,
                              limit=limit + 1)
     # The lines run in posting order; the range ends at the first one recorded at or after
     # ``to`` (as the console's statement: api.web.users).
-    in_range = list(takewhile(lambda ln: span.until is None or ln.recorded_at < span.until,
-                              lines))
+    in_range = list(takewhile(lambda ln: until is None or ln.recorded_at < until, lines))
     items, more, after = page(in_range, limit, lambda ln: ln.posting_id)
     last = items[-1] if items else None
     return StatementPage(
-        user_id=user_id, asset=asset, scale=scale, range_from=span.since, range_to=span.until,
+        user_id=user_id, asset=asset, scale=scale, range_from=since, range_to=until,
         opening=StatementBalance(available=amount(start.available_minor, scale),
                                  posted=amount(start.posted_minor, scale)),
         closing=StatementBalance(

@@ -108,7 +108,17 @@ class TestStatement:
         body = StatementPage.model_validate(json.loads(as_json.stdout))
         [line] = body.items
         assert line.amount.minor == str(BIG) and line.posted.decimal == BIG_DECIMAL
-        assert body.next_cursor is None
+        assert body.next_cursor is None and not body.has_more
+        assert (body.opening.posted.minor, body.closing.posted.minor) == ("0", str(BIG))
+        assert f"closing available {BIG_DECIMAL}" in shown.stdout
+        # A range that starts after the posting: no lines, and it is the opening balance.
+        later = custody(database_url, "statement", "u1", "--asset", "ETH", "--json",
+                        "--from", "9000-01-01T00:00:00Z")
+        assert later.returncode == 0, later.stderr
+        empty = StatementPage.model_validate(json.loads(later.stdout))
+        assert empty.items == [] and empty.opening.posted.minor == str(BIG)
+        bad = custody(database_url, "statement", "u1", "--asset", "ETH", "--from", "soon")
+        assert bad.returncode == 2 and bad.stderr.startswith("error [request_invalid]")
         unknown = custody(database_url, "statement", "nobody", "--asset", "ETH")
         assert unknown.returncode == 2
         assert unknown.stderr.startswith("error [user_not_found]")
