@@ -172,15 +172,17 @@ def _blocks(events: Sequence[Any]) -> Iterator[tuple[Any, str, str]]:
 
 
 def _reason(event: str, reason: str | None, evidence: dict[str, Any]) -> str:
-    """The reason of a history row; a failure names what consumed the sender's nonce as far
-    as the engine knows it: the sender, the nonce and the final block at which the count had
-    passed it (the consuming transaction's hash is not recorded)."""
+    """The reason of a history row; a failure names what consumed the sender's nonce: the
+    transaction (where the node could name it), the sender, the nonce and the final block at
+    which the count had passed it."""
     from deposits.model import DepositEvent as E
 
     if event != E.NONCE_CONSUMED:
         return reason or ""
+    consumer = evidence.get("consumed_by")
+    by = f"transaction {consumer}" if consumer else "another transaction"
     return (f"{reason or 'nonce consumed'}: nonce {evidence.get('nonce')} of "
-            f"{evidence.get('sender')} used by another transaction final by block "
+            f"{evidence.get('sender')} used by {by} final by block "
             f"{evidence.get('final_block')} (sender's count there "
             f"{evidence.get('sender_nonce_at_final_block')})")
 

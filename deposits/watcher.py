@@ -46,6 +46,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from chains.errors import RpcUnavailable
 from chains.model import (
     Confirmations,
     FinalityPolicy,
@@ -352,8 +353,24 @@ class Watcher:
                           "rule": str(self.policy.strictest)}
                   for d, r in zip(consumed, receipts, strict=True) if r is None}
         if proofs:
+            self._consumers(proofs)
             report.failed = run_in_transaction(
                 self.engine, lambda uow: service.record_failures(uow, proofs, now=now))
+
+    def _consumers(self, proofs: dict[repo.Key, dict[str, Any]]) -> None:
+        """Name the transaction that used each failed deposit's nonce (``consumed_by``), where
+        the node answers Otterscan's ``ots_getTransactionBySenderAndNonce`` (anvil, Erigon and
+        Reth do; geth does not). Best effort, before any database transaction: the nonce count
+        at a final height is the proof, the hash only tells people which transaction it was."""
+        keys = list(proofs)
+        try:
+            answers = self.rpc.batch([RpcCall("ots_getTransactionBySenderAndNonce", [
+                proofs[k]["sender"], to_quantity(int(proofs[k]["nonce"]))]) for k in keys])
+        except RpcUnavailable:
+            return
+        for key, answer in zip(keys, answers, strict=True):
+            if isinstance(answer, str) and answer.lower() != key[1].lower():
+                proofs[key]["consumed_by"] = answer.lower()
 
     def _settle(self, report: StepReport, now: datetime) -> None:
         finals = self._read(lambda uow: repo.deposits_in_states(

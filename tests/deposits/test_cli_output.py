@@ -81,6 +81,11 @@ def test_a_failed_deposit_is_shown_out_of_its_old_block(rig: Rig, database_url: 
     for record in (reorged, failed):
         assert f"removed from block {old_block}" in record
     assert f"nonce {nonce} of {ALICE.lower()}" in failed.lower()
+    # The transaction that used the nonce, as the node names it (its hash, whole).
+    consumer = rig.node.rpc.request("ots_getTransactionBySenderAndNonce",
+                                    [ALICE, to_quantity(nonce)])
+    assert isinstance(consumer, str) and consumer.lower() != ours.lower()
+    assert f"used by transaction {consumer.lower()}" in failed.lower()
     listed = custody(database_url, "deposits", "alice")
     assert f"removed from block {old_block}" in listed.stdout
     # Never credited, ETH is not in the ledger: its scale comes from the configuration file.
