@@ -93,8 +93,10 @@ def verify(
         typer.Option(help="Check every posting and every seal, not only those after the newest "
                           "checkpoint."),
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Check the ledger's integrity; exit 1 and name what drifted if anything did.
+    """Check the ledger's integrity; exit 1 and name what drifted if anything did (--json:
+    ``ok``, ``accounts``, ``checkpoint_id``, ``replayed_from_posting_id``, ``discrepancies``).
 
     Checks: trial balance per asset, stored balances = replayed postings, account flags,
     custody = customer liabilities per asset, every transaction balanced per asset and
@@ -108,6 +110,17 @@ def verify(
     from ledger.integrity import verify as run_verify
 
     report = run_verify(get_engine(), full=full)
+    if as_json:
+        from api.cli_reads import discrepancies_json, print_report
+
+        print_report({"ok": report.ok, "accounts": report.accounts,
+                      "checkpoint_id": None if report.checkpoint_id is None
+                      else str(report.checkpoint_id),
+                      "replayed_from_posting_id": str(report.replayed_from_posting_id),
+                      "discrepancies": discrepancies_json(report.discrepancies)})
+        if not report.ok:
+            raise typer.Exit(1)
+        return
     start = (
         "first posting" if report.checkpoint_id is None else f"checkpoint {report.checkpoint_id}"
     )

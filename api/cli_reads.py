@@ -3,15 +3,20 @@ printer, the check that a user exists, and the ledger's assets as a chain config
 the API's own view functions (``api.routes.views``).
 
 ``--json`` prints the API's response models (``api.schemas*``) serialised as the API
-serialises them (``model_dump_json``), so a script reads the same shapes from both.
+serialises them (``model_dump_json``), so a script reads the same shapes from both; the
+commands that have no API route (``verify``, ``seal verify``, ``withdrawals open``, ...) print
+their report with ``print_report``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -34,6 +39,28 @@ def print_json(body: BaseModel | bytes) -> None:
     data = body if isinstance(body, bytes) else body.model_dump_json().encode()
     sys.stdout.write(data.decode() + "\n")
     sys.stdout.flush()
+
+
+def print_report(data: Any) -> None:
+    """Print a report of a command the API has no route for, as one JSON line: dataclasses
+    as objects, times in ISO 8601 UTC, enums as their values. Ids and amounts are strings
+    where the caller puts them so (numbers that can exceed 2^53 always are)."""
+    def encode(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        if isinstance(value, datetime):
+            return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        raise TypeError(f"not JSON: {type(value).__name__}")
+
+    sys.stdout.write(json.dumps(data, default=encode, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def discrepancies_json(found: Sequence[Any]) -> list[dict[str, str]]:
+    """Findings of ``verify`` or ``seal verify`` as objects (kind, subject, expected,
+    observed)."""
+    return [{"kind": d.kind, "subject": d.subject, "expected": d.expected,
+             "observed": d.observed} for d in found]
 
 
 def page(model: type[M], **values: Any) -> M:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from api.cli_reads import JsonOption
 from api.console import console, err_console, friendly, print_error
 from api.render import Grid, print_grid
 
@@ -28,7 +29,6 @@ reserves_app = typer.Typer(help="Proof of reserves: reports, inclusion proofs, o
                            no_args_is_help=True)
 
 HEX_ROOT = re.compile(r"[0-9a-f]{64}")
-JsonOption = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 HtmlOption = Annotated[Path | None, typer.Option(
     "--html", help="Also write the report as one self-contained HTML file (opens offline).")]
 ConfigOption = Annotated[str | None, typer.Option(
@@ -280,10 +280,12 @@ def verify(
 def verify_ownership(
     report_file: Annotated[Path, typer.Argument(help="The report (JSON, as published).",
                                                 metavar="REPORT.json")],
+    as_json: JsonOption = False,
 ) -> None:
     """Recover the signer of every address's signature in a report, offline. Exit 0 when every
     address that holds funds is signed by itself over the report's message and no signature
-    is wrong; 1 otherwise (each address's verdict in the table)."""
+    is wrong; 1 otherwise (each address's verdict in the table; --json: a list of {chain,
+    address, kind, signer, verdict, detail, recovered, holds_funds})."""
     from reserves.ownership import OwnershipError, check_report
 
     doc = _read_json(report_file)
@@ -291,12 +293,19 @@ def verify_ownership(
         checks = check_report(doc)
     except OwnershipError as exc:
         raise _fail(exc.code, exc.message) from None
-    table = Grid(title=f"ownership of the addresses of report {doc.get('id')}")
-    for column in ("chain", "address", "kind", "signer", "verdict", "detail"):
-        table.add_column(column)
-    for c in checks:
-        table.add_row(c.chain, c.address, c.kind, c.signer, c.verdict, c.detail or "")
-    print_grid(console, table)
+    if as_json:
+        from api.cli_reads import print_report
+
+        print_report([{"chain": c.chain, "address": c.address, "kind": c.kind,
+                       "signer": str(c.signer), "verdict": str(c.verdict), "detail": c.detail,
+                       "recovered": c.recovered, "holds_funds": c.holds_funds} for c in checks])
+    else:
+        table = Grid(title=f"ownership of the addresses of report {doc.get('id')}")
+        for column in ("chain", "address", "kind", "signer", "verdict", "detail"):
+            table.add_column(column)
+        for c in checks:
+            table.add_row(c.chain, c.address, c.kind, c.signer, c.verdict, c.detail or "")
+        print_grid(console, table)
     if any(c.verdict not in ("ok", "unsigned") or (c.verdict == "unsigned" and c.holds_funds)
            for c in checks):
         raise typer.Exit(1)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.cli_reads import JsonOption
 from api.console import console, friendly, print_error
 
 if TYPE_CHECKING:
@@ -88,8 +89,10 @@ def verify(
     in_python: Annotated[bool, typer.Option(
         "--in-python", help="Build the canonical form in Python from the plain columns (slower; "
                             "independent of any SQL the database runs).")] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Recompute the seal chain; exit 1 and name what changed if anything did."""
+    """Recompute the seal chain; exit 1 and name what changed if anything did (--json:
+    ``ok``, ``seals_checked``, ``anchor_seal_id``, ``discrepancies``)."""
     from config.database import get_engine
     from ledger import repository as repo
     from ledger.seals import verify_seals
@@ -97,6 +100,16 @@ def verify(
     with repo.snapshot(get_engine(), read_only=True) as conn:
         base = None if full else repo.newest_verified_checkpoint(conn)
         report = verify_seals(conn, base, leaves="python" if in_python else "sql")
+    if as_json:
+        from api.cli_reads import discrepancies_json, print_report
+
+        print_report({"ok": not report.discrepancies, "seals_checked": report.seals_checked,
+                      "anchor_seal_id": None if report.anchor_seal_id is None
+                      else str(report.anchor_seal_id),
+                      "discrepancies": discrepancies_json(report.discrepancies)})
+        if report.discrepancies:
+            raise typer.Exit(1)
+        return
     start = "the first seal" if report.anchor_seal_id is None \
         else f"seal {report.anchor_seal_id} (checkpoint)"
     if not report.discrepancies:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from api.cli_reads import JsonOption
 from api.console import console, err_console, friendly
 from api.render import Grid, print_grid
 
@@ -308,13 +309,22 @@ def replay(
 def delivery_log(
     event: Annotated[str | None, typer.Option(help="Only this event id.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Rows.")] = 50,
+    as_json: JsonOption = False,
 ) -> None:
-    """The newest delivery attempts and replays."""
+    """The newest delivery attempts and replays (--json: a list of {at, event_id, type,
+    client, attempt, outcome, status, error})."""
     from api.outbox import delivery_log as read_log
     from config.database import get_engine
 
     with get_engine().connect() as conn:
         rows = read_log(conn, event_id=event, limit=limit)
+    if as_json:
+        from api.cli_reads import print_report
+
+        print_report([{"at": r.at, "event_id": r.event_id, "type": r.event_type,
+                       "client": r.client_name, "attempt": r.attempt_no, "outcome": r.outcome,
+                       "status": r.status_code, "error": r.error} for r in rows])
+        return
     table = Grid(title="webhook deliveries (newest first)")
     for column in ("at", "event", "type", "client", "attempt", "outcome", "status", "error"):
         table.add_column(column)

@@ -13,8 +13,9 @@ configuration (the HTTP API maps authenticated logins instead).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -197,15 +198,32 @@ def retry(withdrawal_id: int, by: Annotated[str, typer.Option("--by", help="Admi
 def open_items(
     older_than: Annotated[str, typer.Option(help="Only reserves older than this (30m, 2h, 1d).")]
     = "0s",
+    as_json: JsonOption = False,
 ) -> None:
-    """List reserves still open; exit 1 if any is past the SLA (an alert)."""
+    """List reserves still open; exit 1 if any is past the SLA (an alert). --json: a list of
+    {withdrawal_id, user_id, chain, asset, open_minor, age_s, state, state_reason, overdue}."""
     from config.database import get_engine
     from withdrawals import service
 
     _, cfg = _configs()
     items = service.open_items(get_engine(), cfg, older_than=parse_duration(older_than),
                                now=datetime.now(UTC))
-    table = Grid(title=f"open withdrawal reserves (SLA {cfg.open_item_sla_s}s)")
+    if as_json:
+        from api.cli_reads import print_report
+
+        print_report([{"withdrawal_id": str(i.row.withdrawal_id), "user_id": i.row.user_id,
+                       "chain": i.row.chain, "asset": i.row.asset_code,
+                       "open_minor": str(i.row.open_minor), "age_s": int(i.age_s),
+                       "state": i.row.state, "state_reason": i.row.state_reason,
+                       "overdue": i.overdue} for i in items])
+    else:
+        _open_table(cfg.open_item_sla_s, items)
+    if any(i.overdue for i in items):
+        raise typer.Exit(1)
+
+
+def _open_table(sla_s: int, items: Sequence[Any]) -> None:
+    table = Grid(title=f"open withdrawal reserves (SLA {sla_s}s)")
     for column in ("withdrawal", "user", "chain", "asset", "open (minor)", "age s", "state",
                    "reason", "overdue"):
         table.add_column(column)
@@ -215,8 +233,6 @@ def open_items(
                       f"{i.age_s:.0f}", r.state, r.state_reason or "",
                       "ALERT" if i.overdue else "")
     print_grid(console, table)
-    if any(i.overdue for i in items):
-        raise typer.Exit(1)
 
 
 @withdrawals_app.command("process")

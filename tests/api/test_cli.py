@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +68,12 @@ def test_verify_names_the_drift_and_rebuild_fixes_it(
     drift = custody(database_url, "verify")
     assert drift.returncode == 1
     assert "balance_drift" in drift.stdout and "user:u1:wallet" in drift.stdout
+    as_json = custody(database_url, "verify", "--json")
+    assert as_json.returncode == 1
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False
+    assert any(d["kind"] == "balance_drift" and "user:u1:wallet" in d["subject"]
+               for d in report["discrepancies"])
     rebuilt = custody(database_url, "rebuild-balances")
     assert rebuilt.returncode == 0 and "1 corrected" in rebuilt.stdout
     assert custody(database_url, "verify").returncode == 0

@@ -122,3 +122,20 @@ class TestStatement:
         unknown = custody(database_url, "statement", "nobody", "--asset", "ETH")
         assert unknown.returncode == 2
         assert unknown.stderr.startswith("error [user_not_found]")
+
+
+def test_reports_without_an_api_route_take_json_too(book: Book, database_url: str) -> None:
+    """verify, seal verify and webhooks log print one JSON document with --json (verify of a
+    drifted ledger: tests/api/test_cli.py)."""
+    service.post_entry(book.engine, transfer("big", book.custody_eth,
+                                             book.wallet("u1", book.eth), BIG))
+    verified = custody(database_url, "verify", "--json")
+    assert verified.returncode == 0, verified.stderr
+    report = json.loads(verified.stdout)
+    assert report["ok"] is True and report["discrepancies"] == [] and report["accounts"] >= 2
+    assert isinstance(report["replayed_from_posting_id"], str)
+    seals = custody(database_url, "seal", "verify", "--json")
+    assert seals.returncode == 0, seals.stderr
+    assert json.loads(seals.stdout)["ok"] is True
+    log = custody(database_url, "webhooks", "log", "--json")
+    assert log.returncode == 0 and json.loads(log.stdout) == []

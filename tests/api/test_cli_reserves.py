@@ -86,6 +86,10 @@ def test_report_proof_and_ownership_from_the_command_line(
     report_file.write_text(taken.stdout)
     owned = _run(env, "verify-ownership", str(report_file))
     assert owned.returncode == 0, owned.stdout + owned.stderr  # The cold one holds nothing.
+    verdicts = json.loads(_run(env, "verify-ownership", str(report_file), "--json").stdout)
+    assert {v["address"] for v in verdicts} == {a["address"] for a in doc["addresses"]}
+    assert {(v["kind"], v["verdict"]) for v in verdicts if v["kind"] == "cold"} == {
+        ("cold", "unsigned")}
     (entry,) = [a for a in doc["addresses"] if a["kind"] == "cold"]
     assert (entry["signer"], entry["signature"]) == ("external", None)
     signature = "0x" + bytes(Account.sign_message(encode_defunct(text=entry["message"]),

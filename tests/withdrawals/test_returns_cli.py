@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,11 @@ def test_cli_show_and_open_items(engine: Engine, devnet: Devnet, database_url: s
     assert str(stuck.id) in listed.stdout and "reserved" in listed.stdout
     later = custody_cli(database_url, config, "withdrawals_app", "open", "--older-than", "1h")
     assert later.returncode == 0 and "reserved" not in later.stdout
+    as_json = custody_cli(database_url, config, "withdrawals_app", "open", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    (item,) = [i for i in json.loads(as_json.stdout) if i["withdrawal_id"] == str(stuck.id)]
+    assert (item["state"], item["overdue"]) == ("reserved", False)
+    assert item["open_minor"].isdigit() and int(item["open_minor"]) > 0
 
 
 def test_cli_process_signs_sends_and_settles(engine: Engine, devnet: Devnet, database_url: str,
