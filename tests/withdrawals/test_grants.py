@@ -120,8 +120,8 @@ def test_the_transition_function_makes_a_move_of_the_machine(
 
 
 def test_state_moves_are_the_services_machines(engine: Engine) -> None:
-    expected = {("withdrawal", str(s), str(e), str(t))
-                for (s, e), (t, _) in model.TRANSITIONS.items()}
+    expected: set[tuple[str, str | None, str, str]] = {
+        ("withdrawal", str(s), str(e), str(t)) for (s, e), (t, _) in model.TRANSITIONS.items()}
     for kind, table in sweeps_model.TRANSITIONS.items():
         for (s, e), t in table.items():
             if s is None and kind is sweeps_model.Kind.SWEEP:
