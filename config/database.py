@@ -2,7 +2,9 @@
 
 The engine's sessions never run as a superuser: when the login is one (as with the embedded
 database), every new connection switches to the application role, which may only SELECT and
-INSERT on the ledger tables. Migrations run on a separate owner engine (``owner_engine``).
+INSERT on the ledger tables, and may write withdrawals and the movement tables only through the
+SECURITY DEFINER functions that check their state machines (revision 0030_money_table_grants).
+Migrations run on a separate owner engine (``owner_engine``).
 """
 
 from __future__ import annotations

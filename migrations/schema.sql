@@ -1325,6 +1325,153 @@ $$;
 ALTER FUNCTION public.ledger_write_gate() OWNER TO CURRENT_USER;
 
 --
+-- Name: movement_insert(text, jsonb, boolean, text, text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: custody_state_writer
+--
+
+CREATE FUNCTION public.movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $_$
+DECLARE
+  v_table text;
+  v_events text;
+  v_ref text;
+  v_start_event text := 'planned';
+  v_cols text;
+  v_bad text;
+  v_id bigint;
+BEGIN
+  CASE p_kind
+    WHEN 'sweep' THEN v_table := 'sweeps'; v_events := 'sweep_events'; v_ref := 'sweep_id';
+    WHEN 'gas_top_up' THEN
+      v_table := 'gas_top_ups'; v_events := 'gas_top_up_events'; v_ref := 'top_up_id';
+    WHEN 'cold_transfer' THEN
+      v_table := 'cold_transfers'; v_events := 'cold_transfer_events';
+      v_ref := 'cold_transfer_id';
+    WHEN 'refill_request' THEN v_table := 'refill_requests'; v_start_event := 'opened';
+    ELSE RAISE EXCEPTION 'movement_insert: unknown kind %', p_kind
+           USING ERRCODE = 'check_violation';
+  END CASE;
+  SELECT k INTO v_bad FROM jsonb_object_keys(p_row) k
+   WHERE k IN ('id', 'matched_tx_hash', 'matched_position')
+      OR NOT EXISTS (SELECT 1 FROM pg_attribute a
+                      WHERE a.attrelid = v_table::regclass AND a.attname = k
+                        AND a.attnum > 0 AND NOT a.attisdropped)
+   LIMIT 1;
+  IF v_bad IS NOT NULL THEN
+    RAISE EXCEPTION 'movement_insert: a new % cannot set %', p_kind, v_bad
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM state_moves m
+                  WHERE m.machine = p_kind AND m.from_state IS NULL
+                    AND m.event = v_start_event AND m.to_state = p_row->>'state') THEN
+    RAISE EXCEPTION 'movement_insert: a % cannot start in %', p_kind, p_row->>'state'
+      USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT string_agg(format('%I', k), ', ') INTO v_cols FROM jsonb_object_keys(p_row) k;
+  EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM jsonb_populate_record(NULL::%I, $1) %s '
+                 'RETURNING id', v_table, v_cols, v_cols, v_table,
+                 CASE WHEN p_skip_taken THEN 'ON CONFLICT DO NOTHING' ELSE '' END)
+    INTO v_id USING p_row;
+  IF v_id IS NOT NULL AND v_events IS NOT NULL THEN
+    EXECUTE format('INSERT INTO %I (%I, from_state, to_state, event, reason, evidence, actor, '
+                   'occurred_at) VALUES ($1, NULL, $2, ''planned'', $3, $4, $5, $6)',
+                   v_events, v_ref)
+      USING v_id, p_row->>'state', p_reason, coalesce(p_evidence, '{}'::jsonb), p_actor, p_at;
+  END IF;
+  RETURN v_id;
+END
+$_$;
+
+
+ALTER FUNCTION public.movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone) OWNER TO custody_state_writer;
+
+--
+-- Name: FUNCTION movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: custody_state_writer
+--
+
+COMMENT ON FUNCTION public.movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone) IS 'Insert a sweep, gas top-up, cold transfer or refill request (p_row) in a state its machine starts in, with its first history row; NULL when p_skip_taken and a unique key is taken. Runs as custody_state_writer.';
+
+
+--
+-- Name: movement_transition(text, bigint, jsonb, text, text, text, text, jsonb, text, bigint, bigint, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: custody_state_writer
+--
+
+CREATE FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $_$
+DECLARE
+  v_table text;
+  v_events text;
+  v_ref text;
+  v_allowed text[] := ARRAY['state_reason', 'nonce', 'landed_attempt_id', 'gas_paid',
+                            'swept_amount', 'top_up_id'];
+  v_state text;
+  v_bad text;
+  v_sets text;
+BEGIN
+  CASE p_kind
+    WHEN 'sweep' THEN v_table := 'sweeps'; v_events := 'sweep_events'; v_ref := 'sweep_id';
+    WHEN 'gas_top_up' THEN
+      v_table := 'gas_top_ups'; v_events := 'gas_top_up_events'; v_ref := 'top_up_id';
+    WHEN 'cold_transfer' THEN
+      v_table := 'cold_transfers'; v_events := 'cold_transfer_events';
+      v_ref := 'cold_transfer_id';
+    WHEN 'refill_request' THEN
+      v_table := 'refill_requests'; v_allowed := ARRAY['matched_tx_hash', 'matched_position'];
+    ELSE RAISE EXCEPTION 'movement_transition: unknown kind %', p_kind
+           USING ERRCODE = 'check_violation';
+  END CASE;
+  SELECT k INTO v_bad FROM jsonb_object_keys(coalesce(p_sets, '{}'::jsonb)) k
+   WHERE k <> ALL (v_allowed)
+      OR NOT EXISTS (SELECT 1 FROM pg_attribute a
+                      WHERE a.attrelid = v_table::regclass AND a.attname = k
+                        AND a.attnum > 0 AND NOT a.attisdropped)
+   LIMIT 1;
+  IF v_bad IS NOT NULL THEN
+    RAISE EXCEPTION 'movement_transition: a transition of a % cannot set %', p_kind, v_bad
+      USING ERRCODE = 'check_violation';
+  END IF;
+  EXECUTE format('SELECT state FROM %I WHERE id = $1 FOR UPDATE', v_table)
+    INTO v_state USING p_id;
+  IF v_state IS NULL THEN
+    RAISE EXCEPTION '% % does not exist', p_kind, p_id USING ERRCODE = 'no_data_found';
+  END IF;
+  IF v_state IS DISTINCT FROM p_from
+     OR NOT EXISTS (SELECT 1 FROM state_moves m
+                     WHERE m.machine = p_kind AND m.from_state = p_from
+                       AND m.event = p_event AND m.to_state = p_to) THEN
+    RAISE EXCEPTION '% %: % -> % on % is not a move of one that is %',
+      p_kind, p_id, p_from, p_to, p_event, v_state USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT string_agg(format(', %1$I = (jsonb_populate_record(NULL::%2$I, $3)).%1$I', k, v_table),
+                    '')
+    INTO v_sets FROM jsonb_object_keys(coalesce(p_sets, '{}'::jsonb)) k;
+  EXECUTE format('UPDATE %I SET state = $1, updated_at = $2%s WHERE id = $4', v_table,
+                 coalesce(v_sets, ''))
+    USING p_to, p_at, coalesce(p_sets, '{}'::jsonb), p_id;
+  IF v_events IS NOT NULL THEN
+    EXECUTE format('INSERT INTO %I (%I, from_state, to_state, event, reason, evidence, actor, '
+                   'ledger_transaction_id, attempt_id, occurred_at) '
+                   'VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', v_events, v_ref)
+      USING p_id, p_from, p_to, p_event, p_reason, coalesce(p_evidence, '{}'::jsonb), p_actor,
+            p_ledger_transaction_id, p_attempt_id, p_at;
+  END IF;
+END
+$_$;
+
+
+ALTER FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) OWNER TO custody_state_writer;
+
+--
+-- Name: FUNCTION movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: custody_state_writer
+--
+
+COMMENT ON FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) IS 'Move a sweep, gas top-up, cold transfer or refill request (locked) from p_from to p_to on p_event if that is a move of its machine (state_moves), setting only its transition columns from p_sets, and append its history row. Runs as custody_state_writer.';
+
+
+--
 -- Name: outbox_amount(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -1718,6 +1865,30 @@ $$;
 ALTER FUNCTION public.outbox_withdrawal_type(p_state text) OWNER TO CURRENT_USER;
 
 --
+-- Name: row_refuse_id_change(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.row_refuse_id_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+  RAISE EXCEPTION '% %: its id cannot change (other rows name it)', TG_TABLE_NAME, OLD.id
+    USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.row_refuse_id_change() OWNER TO CURRENT_USER;
+
+--
+-- Name: FUNCTION row_refuse_id_change(); Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON FUNCTION public.row_refuse_id_change() IS 'Trigger function: refuse changing the id of a money table''s row.';
+
+
+--
 -- Name: withdrawal_refs_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -1901,6 +2072,64 @@ ALTER FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_r
 --
 
 COMMENT ON FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) IS 'Last statement of a reserve: insert the withdrawal in its reserved state, its history row (requested -> p_state) and that row''s outbox event, after checking that p_reserve_transaction_id is its reserve; returns the reserve posting id (the posting that the settle or release closes). Runs as custody_withdrawal_writer.';
+
+
+--
+-- Name: withdrawal_transition(bigint, jsonb, text, text, text, text, jsonb, text, bigint, bigint, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: custody_state_writer
+--
+
+CREATE FUNCTION public.withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) RETURNS SETOF public.withdrawals
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+  w withdrawals%ROWTYPE;
+  n withdrawals%ROWTYPE;
+  bad text;
+BEGIN
+  SELECT k INTO bad FROM jsonb_object_keys(coalesce(p_sets, '{}'::jsonb)) k
+   WHERE k NOT IN ('state', 'state_reason', 'state_changed_at', 'unknown_since', 'hot_wallet',
+                   'nonce', 'landed_attempt_id', 'nonce_closed_at', 'closing_transaction_id')
+   LIMIT 1;
+  IF bad IS NOT NULL THEN
+    RAISE EXCEPTION 'withdrawal %: a transition cannot set %', p_id, bad
+      USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT * INTO w FROM withdrawals WHERE id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'withdrawal % does not exist', p_id USING ERRCODE = 'no_data_found';
+  END IF;
+  IF w.state IS DISTINCT FROM p_from
+     OR coalesce(p_sets->>'state', p_to) IS DISTINCT FROM p_to
+     OR NOT EXISTS (SELECT 1 FROM state_moves m
+                     WHERE m.machine = 'withdrawal' AND m.from_state = p_from
+                       AND m.event = p_event AND m.to_state = p_to) THEN
+    RAISE EXCEPTION 'withdrawal %: % -> % on % is not a move of a withdrawal that is %',
+      p_id, p_from, p_to, p_event, w.state USING ERRCODE = 'check_violation';
+  END IF;
+  n := jsonb_populate_record(w, coalesce(p_sets, '{}'::jsonb));
+  UPDATE withdrawals SET state = p_to, state_reason = n.state_reason,
+         state_changed_at = n.state_changed_at, unknown_since = n.unknown_since,
+         hot_wallet = n.hot_wallet, nonce = n.nonce, landed_attempt_id = n.landed_attempt_id,
+         nonce_closed_at = n.nonce_closed_at, closing_transaction_id = n.closing_transaction_id
+   WHERE id = p_id
+  RETURNING * INTO n;
+  INSERT INTO withdrawal_events (withdrawal_id, from_state, to_state, event, reason, evidence,
+                                 actor, ledger_transaction_id, attempt_id, occurred_at)
+  VALUES (p_id, p_from, p_to, p_event, p_reason, coalesce(p_evidence, '{}'::jsonb), p_actor,
+          p_ledger_transaction_id, p_attempt_id, p_at);
+  RETURN NEXT n;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) OWNER TO custody_state_writer;
+
+--
+-- Name: FUNCTION withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: custody_state_writer
+--
+
+COMMENT ON FUNCTION public.withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) IS 'Move a withdrawal (locked) from p_from to p_to on p_event if that is a move of the state machine (state_moves), setting only transition columns from p_sets, and append its history row; returns the updated row. Runs as custody_state_writer.';
 
 
 --
@@ -4201,6 +4430,21 @@ COMMENT ON TABLE public.sender_nonces IS 'Next nonce of each address we send fro
 
 
 --
+-- Name: state_moves; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.state_moves (
+    machine text NOT NULL,
+    from_state text,
+    event text NOT NULL,
+    to_state text NOT NULL,
+    CONSTRAINT state_moves_machine_check CHECK ((machine = ANY (ARRAY['withdrawal'::text, 'sweep'::text, 'gas_top_up'::text, 'cold_transfer'::text, 'refill_request'::text])))
+);
+
+
+ALTER TABLE public.state_moves OWNER TO CURRENT_USER;
+
+--
 -- Name: sweep_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6171,6 +6415,13 @@ CREATE UNIQUE INDEX refill_requests_match_key ON public.refill_requests USING bt
 
 
 --
+-- Name: state_moves_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX state_moves_key ON public.state_moves USING btree (machine, COALESCE(from_state, ''::text), event, to_state);
+
+
+--
 -- Name: sweep_events_sweep_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6409,6 +6660,13 @@ CREATE TRIGGER cold_transfer_events_no_truncate BEFORE TRUNCATE ON public.cold_t
 
 
 --
+-- Name: cold_transfers cold_transfers_id_fixed; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER cold_transfers_id_fixed BEFORE UPDATE OF id ON public.cold_transfers FOR EACH ROW WHEN ((old.id IS DISTINCT FROM new.id)) EXECUTE FUNCTION public.row_refuse_id_change();
+
+
+--
 -- Name: console_secrets console_secrets_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6581,6 +6839,13 @@ CREATE TRIGGER gas_top_up_events_append_only BEFORE DELETE OR UPDATE ON public.g
 --
 
 CREATE TRIGGER gas_top_up_events_no_truncate BEFORE TRUNCATE ON public.gas_top_up_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: gas_top_ups gas_top_ups_id_fixed; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER gas_top_ups_id_fixed BEFORE UPDATE OF id ON public.gas_top_ups FOR EACH ROW WHEN ((old.id IS DISTINCT FROM new.id)) EXECUTE FUNCTION public.row_refuse_id_change();
 
 
 --
@@ -6815,6 +7080,13 @@ CREATE TRIGGER provider_statements_no_truncate BEFORE TRUNCATE ON public.provide
 
 
 --
+-- Name: refill_requests refill_requests_id_fixed; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER refill_requests_id_fixed BEFORE UPDATE OF id ON public.refill_requests FOR EACH ROW WHEN ((old.id IS DISTINCT FROM new.id)) EXECUTE FUNCTION public.row_refuse_id_change();
+
+
+--
 -- Name: reserve_leaves reserve_leaves_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6896,6 +7168,13 @@ CREATE TRIGGER sweep_events_append_only BEFORE DELETE OR UPDATE ON public.sweep_
 --
 
 CREATE TRIGGER sweep_events_no_truncate BEFORE TRUNCATE ON public.sweep_events FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: sweeps sweeps_id_fixed; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER sweeps_id_fixed BEFORE UPDATE OF id ON public.sweeps FOR EACH ROW WHEN ((old.id IS DISTINCT FROM new.id)) EXECUTE FUNCTION public.row_refuse_id_change();
 
 
 --
@@ -7588,6 +7867,22 @@ GRANT ALL ON FUNCTION public.ledger_post_one(p_key text, p_fp text, p_kind text,
 
 
 --
+-- Name: FUNCTION movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone); Type: ACL; Schema: public; Owner: custody_state_writer
+--
+
+REVOKE ALL ON FUNCTION public.movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.movement_insert(p_kind text, p_row jsonb, p_skip_taken boolean, p_actor text, p_reason text, p_evidence jsonb, p_at timestamp with time zone) TO custody_app;
+
+
+--
+-- Name: FUNCTION movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone); Type: ACL; Schema: public; Owner: custody_state_writer
+--
+
+REVOKE ALL ON FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) TO custody_app;
+
+
+--
 -- Name: TABLE withdrawal_events; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7599,8 +7894,16 @@ GRANT SELECT,INSERT ON TABLE public.withdrawal_events TO custody_withdrawal_writ
 -- Name: TABLE withdrawals; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE public.withdrawals TO custody_app;
+GRANT SELECT ON TABLE public.withdrawals TO custody_app;
 GRANT SELECT,INSERT ON TABLE public.withdrawals TO custody_withdrawal_writer;
+GRANT SELECT,INSERT,UPDATE ON TABLE public.withdrawals TO custody_state_writer;
+
+
+--
+-- Name: COLUMN withdrawals.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.withdrawals TO custody_app;
 
 
 --
@@ -7617,6 +7920,14 @@ GRANT ALL ON FUNCTION public.withdrawal_reserve_open(p_user_id text, p_asset_cod
 
 REVOKE ALL ON FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.withdrawal_reserve_record(p_id bigint, p_user_id text, p_request_key text, p_fingerprint text, p_requested_by text, p_chain text, p_asset_code text, p_token text, p_destination text, p_amount_minor numeric, p_fee_max_minor numeric, p_fee_minor numeric, p_chain_amount numeric, p_approvals_required integer, p_state text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_at timestamp with time zone, p_reserve_transaction_id bigint, p_withdrawals_account_id bigint) TO custody_app;
+
+
+--
+-- Name: FUNCTION withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone); Type: ACL; Schema: public; Owner: custody_state_writer
+--
+
+REVOKE ALL ON FUNCTION public.withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.withdrawal_transition(p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) TO custody_app;
 
 
 --
@@ -7845,7 +8156,15 @@ GRANT USAGE ON SEQUENCE public.cold_transfer_events_id_seq TO custody_app;
 -- Name: TABLE cold_transfers; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE public.cold_transfers TO custody_app;
+GRANT SELECT ON TABLE public.cold_transfers TO custody_app;
+GRANT SELECT,INSERT,UPDATE ON TABLE public.cold_transfers TO custody_state_writer;
+
+
+--
+-- Name: COLUMN cold_transfers.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.cold_transfers TO custody_app;
 
 
 --
@@ -7978,7 +8297,15 @@ GRANT USAGE ON SEQUENCE public.gas_top_up_events_id_seq TO custody_app;
 -- Name: TABLE gas_top_ups; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE public.gas_top_ups TO custody_app;
+GRANT SELECT ON TABLE public.gas_top_ups TO custody_app;
+GRANT SELECT,INSERT,UPDATE ON TABLE public.gas_top_ups TO custody_state_writer;
+
+
+--
+-- Name: COLUMN gas_top_ups.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.gas_top_ups TO custody_app;
 
 
 --
@@ -8176,7 +8503,15 @@ GRANT USAGE ON SEQUENCE public.provider_statements_id_seq TO custody_app;
 -- Name: TABLE refill_requests; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE public.refill_requests TO custody_app;
+GRANT SELECT ON TABLE public.refill_requests TO custody_app;
+GRANT SELECT,INSERT,UPDATE ON TABLE public.refill_requests TO custody_state_writer;
+
+
+--
+-- Name: COLUMN refill_requests.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.refill_requests TO custody_app;
 
 
 --
@@ -8236,6 +8571,13 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.sender_nonces TO custody_app;
 
 
 --
+-- Name: TABLE state_moves; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT ON TABLE public.state_moves TO custody_app;
+
+
+--
 -- Name: TABLE sweep_events; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -8253,7 +8595,15 @@ GRANT USAGE ON SEQUENCE public.sweep_events_id_seq TO custody_app;
 -- Name: TABLE sweeps; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
-GRANT SELECT,INSERT,UPDATE ON TABLE public.sweeps TO custody_app;
+GRANT SELECT ON TABLE public.sweeps TO custody_app;
+GRANT SELECT,INSERT,UPDATE ON TABLE public.sweeps TO custody_state_writer;
+
+
+--
+-- Name: COLUMN sweeps.id; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(id) ON TABLE public.sweeps TO custody_app;
 
 
 --

@@ -149,31 +149,37 @@ def record(conn: Connection, m: Movement, *, to_state: State, event: str, actor:
     if unknown:
         raise ValueError(f"not a transition column: {sorted(unknown)}")
     t = TABLES[m.kind]
-    sets = ", ".join(["state = :state", "updated_at = :at"] + [f"{c} = :{c}" for c in columns])
     values = {c: (str(v) if isinstance(v, int) and c in _AMOUNTS else v)
               for c, v in columns.items()}
-    row = conn.execute(sa.text(f"UPDATE {t.table} SET {sets} WHERE id = :id RETURNING *"),
-                       {**values, "state": str(to_state), "at": at, "id": m.id}).first()
-    assert row is not None, f"{m.kind} {m.id} exists"
+    # The application role may not UPDATE the movement tables (revision
+    # 0030_money_table_grants): movement_transition checks the move against the kind's machine
+    # under the row lock, sets the columns and appends the history row.
     conn.execute(
-        sa.text(f"INSERT INTO {t.events} ({t.ref}, from_state, to_state, event, reason, "
-                "evidence, actor, ledger_transaction_id, attempt_id, occurred_at) VALUES "
-                "(:m, :f, :t, :e, :r, CAST(:ev AS jsonb), :a, :l, :att, :at)"),
-        {"m": m.id, "f": str(m.state), "t": str(to_state), "e": event, "r": reason,
+        sa.text("SELECT movement_transition(:k, :id, CAST(:sets AS jsonb), :f, :t, :e, :r, "
+                "CAST(:ev AS jsonb), :a, CAST(:l AS bigint), CAST(:att AS bigint), "
+                "CAST(:at AS timestamptz))"),
+        {"k": str(m.kind), "id": m.id, "sets": json.dumps(values, default=str),
+         "f": str(m.state), "t": str(to_state), "e": event, "r": reason,
          "ev": json.dumps(evidence or {}, default=str), "a": actor,
          "l": ledger_transaction_id, "att": attempt_id, "at": at})
+    row = conn.execute(sa.text(f"SELECT * FROM {t.table} WHERE id = :id"), {"id": m.id}).first()
+    assert row is not None, f"{m.kind} {m.id} exists"
     return _movement(m.kind, row)
 
 
-def _created(conn: Connection, kind: Kind, movement_id: int, state: State, actor: str,
-             at: datetime, reason: str, evidence: dict[str, Any]) -> None:
-    t = TABLES[kind]
-    conn.execute(
-        sa.text(f"INSERT INTO {t.events} ({t.ref}, from_state, to_state, event, reason, "
-                "evidence, actor, occurred_at) VALUES (:m, NULL, :t, 'planned', :r, "
-                "CAST(:ev AS jsonb), :a, :at)"),
-        {"m": movement_id, "t": str(state), "r": reason,
-         "ev": json.dumps(evidence, default=str), "a": actor, "at": at})
+def _insert(conn: Connection, kind: str, row: dict[str, Any], *, skip_taken: bool,
+            actor: str, at: datetime, reason: str | None,
+            evidence: dict[str, Any] | None) -> int | None:
+    """Insert a movement (or refill request) with its first history row through
+    ``movement_insert``: the application role may not INSERT into these tables (revision
+    0030_money_table_grants), and the function refuses a row not in a starting state of its
+    machine. None when ``skip_taken`` and a unique key is taken."""
+    value = conn.execute(
+        sa.text("SELECT movement_insert(:k, CAST(:row AS jsonb), :skip, :a, :r, "
+                "CAST(:ev AS jsonb), CAST(:at AS timestamptz))"),
+        {"k": kind, "row": json.dumps(row, default=str), "skip": skip_taken, "a": actor,
+         "r": reason, "ev": json.dumps(evidence or {}, default=str), "at": at}).scalar()
+    return None if value is None else int(value)
 
 
 def insert_sweep(conn: Connection, *, chain: str, address: str, derivation_index: int,
@@ -182,32 +188,25 @@ def insert_sweep(conn: Connection, *, chain: str, address: str, derivation_index
                  reason: str, evidence: dict[str, Any]) -> int | None:
     """Plan a sweep of ``address``; None if the address already has an open sweep (one at a
     time per address: the partial unique index decides, so two planners cannot both win)."""
-    row = conn.execute(
-        sa.text("INSERT INTO sweeps (chain, address, derivation_index, destination, asset, "
-                "token, available, customer_amount, state, gas_limit, created_at, updated_at) "
-                "VALUES (:c, :a, :i, :d, :asset, :t, :av, :cu, :s, :g, :at, :at) "
-                "ON CONFLICT (chain, address) WHERE state NOT IN ('final', 'reverted', "
-                "'dropped') DO NOTHING RETURNING id"),
-        {"c": chain, "a": address, "i": derivation_index, "d": destination, "asset": asset,
-         "t": token, "av": str(available), "cu": str(customer_amount), "s": str(state),
-         "g": gas_limit, "at": at}).first()
-    if row is None:
-        return None
-    _created(conn, Kind.SWEEP, int(row.id), state, actor, at, reason, evidence)
-    return int(row.id)
+    return _insert(
+        conn, "sweep",
+        {"chain": chain, "address": address, "derivation_index": derivation_index,
+         "destination": destination, "asset": asset, "token": token,
+         "available": str(available), "customer_amount": str(customer_amount),
+         "state": str(state), "gas_limit": gas_limit, "created_at": at, "updated_at": at},
+        skip_taken=True, actor=actor, at=at, reason=reason, evidence=evidence)
 
 
 def insert_top_up(conn: Connection, *, chain: str, sender: str, address: str, amount: int,
                   gas_limit: int, actor: str, at: datetime, reason: str,
                   evidence: dict[str, Any]) -> int:
     """Plan a gas top-up of ``address`` from the hot wallet ``sender``."""
-    top_up_id = int(conn.execute(
-        sa.text("INSERT INTO gas_top_ups (chain, sender, address, amount, state, gas_limit, "
-                "created_at, updated_at) VALUES (:c, :s, :a, :amt, 'ready', :g, :at, :at) "
-                "RETURNING id"),
-        {"c": chain, "s": sender, "a": address, "amt": str(amount), "g": gas_limit,
-         "at": at}).scalar_one())
-    _created(conn, Kind.GAS_TOP_UP, top_up_id, State.READY, actor, at, reason, evidence)
+    top_up_id = _insert(
+        conn, "gas_top_up",
+        {"chain": chain, "sender": sender, "address": address, "amount": str(amount),
+         "state": "ready", "gas_limit": gas_limit, "created_at": at, "updated_at": at},
+        skip_taken=False, actor=actor, at=at, reason=reason, evidence=evidence)
+    assert top_up_id is not None
     return top_up_id
 
 
@@ -216,16 +215,15 @@ def insert_cold_transfer(conn: Connection, *, chain: str, asset: str, token: str
                          proposed_by: str, reason: str, gas_limit: int, at: datetime,
                          evidence: dict[str, Any]) -> int:
     """Propose a transfer from the hot wallet to cold (signed only once approved)."""
-    cold_id = int(conn.execute(
-        sa.text("INSERT INTO cold_transfers (chain, asset, token, sender, destination, amount, "
-                "approvals_required, proposed_by, reason, state, gas_limit, created_at, "
-                "updated_at) VALUES (:c, :asset, :t, :s, :d, :amt, :n, :p, :r, 'proposed', :g, "
-                ":at, :at) RETURNING id"),
-        {"c": chain, "asset": asset, "t": token, "s": sender, "d": destination,
-         "amt": str(amount), "n": approvals_required, "p": proposed_by, "r": reason,
-         "g": gas_limit, "at": at}).scalar_one())
-    _created(conn, Kind.COLD_TRANSFER, cold_id, State.PROPOSED, proposed_by, at, reason,
-             evidence)
+    cold_id = _insert(
+        conn, "cold_transfer",
+        {"chain": chain, "asset": asset, "token": token, "sender": sender,
+         "destination": destination, "amount": str(amount),
+         "approvals_required": approvals_required, "proposed_by": proposed_by,
+         "reason": reason, "state": "proposed", "gas_limit": gas_limit, "created_at": at,
+         "updated_at": at},
+        skip_taken=False, actor=proposed_by, at=at, reason=reason, evidence=evidence)
+    assert cold_id is not None
     return cold_id
 
 
@@ -398,19 +396,14 @@ def propose_cold(conn: Connection, *, chain: str, asset: str, token: str | None,
     """Propose a transfer from the hot wallet to cold, with its history row; None when another
     cold transfer of (chain, asset) is in flight or ``request_key`` was used before (the unique
     indexes decide, so two proposers cannot both win)."""
-    row = conn.execute(
-        sa.text("INSERT INTO cold_transfers (chain, asset, token, sender, destination, amount, "
-                "approvals_required, proposed_by, reason, state, gas_limit, request_key, "
-                "created_at, updated_at) VALUES (:c, :asset, :t, :s, :d, :amt, :n, :p, :r, "
-                "'proposed', :g, :k, :at, :at) ON CONFLICT DO NOTHING RETURNING id"),
-        {"c": chain, "asset": asset, "t": token, "s": sender, "d": destination,
-         "amt": str(amount), "n": approvals_required, "p": proposed_by, "r": reason,
-         "g": gas_limit, "k": request_key, "at": at}).first()
-    if row is None:
-        return None
-    _created(conn, Kind.COLD_TRANSFER, int(row.id), State.PROPOSED, proposed_by, at, reason,
-             evidence)
-    return int(row.id)
+    return _insert(
+        conn, "cold_transfer",
+        {"chain": chain, "asset": asset, "token": token, "sender": sender,
+         "destination": destination, "amount": str(amount),
+         "approvals_required": approvals_required, "proposed_by": proposed_by,
+         "reason": reason, "state": "proposed", "gas_limit": gas_limit,
+         "request_key": request_key, "created_at": at, "updated_at": at},
+        skip_taken=True, actor=proposed_by, at=at, reason=reason, evidence=evidence)
 
 
 def cold_by_request_key(conn: Connection, request_key: str) -> Movement | None:
@@ -516,14 +509,13 @@ def insert_refill(conn: Connection, *, chain: str, asset: str, token: str | None
                   destination: str, amount: int, requested_by: str, reason: str,
                   request_key: str | None, at: datetime) -> int | None:
     """Open a refill request; None when ``request_key`` was used before."""
-    value = conn.execute(
-        sa.text("INSERT INTO refill_requests (chain, asset, token, source, destination, amount, "
-                "requested_by, reason, state, request_key, created_at, updated_at) VALUES "
-                "(:c, :a, :t, :s, :d, :amt, :by, :r, 'open', :k, :at, :at) "
-                "ON CONFLICT (request_key) DO NOTHING RETURNING id"),
-        {"c": chain, "a": asset, "t": token, "s": source, "d": destination, "amt": str(amount),
-         "by": requested_by, "r": reason, "k": request_key, "at": at}).scalar()
-    return None if value is None else int(value)
+    return _insert(
+        conn, "refill_request",
+        {"chain": chain, "asset": asset, "token": token, "source": source,
+         "destination": destination, "amount": str(amount), "requested_by": requested_by,
+         "reason": reason, "state": "open", "request_key": request_key, "created_at": at,
+         "updated_at": at},
+        skip_taken=True, actor=requested_by, at=at, reason=reason, evidence=None)
 
 
 def get_refill(conn: Connection, refill_id: int) -> RefillRecord | None:

@@ -3,6 +3,7 @@ votes of two-admin case resolutions, and the deposit addresses a reserve check r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,10 +58,13 @@ def match_refill(conn: Connection, key: Key, token: str | None, source: str, des
         {"c": key[0], "t": token, "s": source, "d": destination, "v": str(value)}).first()
     if row is None:
         return None
+    # The application role may not UPDATE refill_requests (revision 0030_money_table_grants):
+    # movement_transition checks open -> matched under the row lock.
     conn.execute(
-        sa.text("UPDATE refill_requests SET state = 'matched', matched_tx_hash = :h, "
-                "matched_position = :p, updated_at = :at WHERE id = :i"),
-        {"h": key[1], "p": key[2], "at": at, "i": row.id})
+        sa.text("SELECT movement_transition('refill_request', :i, CAST(:sets AS jsonb), 'open', "
+                "'matched', 'matched', NULL, NULL, :a, NULL, NULL, CAST(:at AS timestamptz))"),
+        {"i": row.id, "sets": json.dumps({"matched_tx_hash": key[1], "matched_position": key[2]}),
+         "a": "deposit-processor", "at": at})
     return int(row.id)
 
 

@@ -246,7 +246,9 @@ def _wait_until_blocked(owner: Engine, thread: threading.Thread, timeout_s: floa
         with owner.connect() as conn:
             waiting = conn.execute(sa.text(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO sweeps%'")).scalar()
+                "AND wait_event_type = 'Lock' "
+                # The planner inserts through movement_insert (revision 0030).
+                "AND query LIKE 'SELECT movement_insert(%'")).scalar()
         if waiting:
             return True
         time.sleep(0.01)

@@ -202,7 +202,8 @@ class TestHolds:
         assert [c.open for c in tl.cases] == [False, True]
         assert verify(engine).ok
 
-    def test_a_settlement_mismatch_is_held(self, engine: Engine, devnet: Devnet) -> None:
+    def test_a_settlement_mismatch_is_held(self, engine: Engine, owner: Engine,
+                                           devnet: Devnet) -> None:
         # The receipt is checked against what the withdrawal asked: a payout of another
         # amount (here: the stored chain amount disagrees with what was signed) is held.
         open_book(engine)
@@ -211,7 +212,7 @@ class TestHolds:
                                        now=devnet.clock).withdrawal
         devnet.step(engine)
         devnet.node.mine(3)
-        with engine.begin() as conn:
+        with owner.begin() as conn:  # (the application role may not update withdrawals)
             conn.execute(sa.text("UPDATE withdrawals SET chain_amount = 29000000 WHERE id = :i"),
                          {"i": w.id})
         assert devnet.step(engine).held == 1

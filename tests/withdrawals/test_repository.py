@@ -357,17 +357,19 @@ class TestReferencesOfOtherWriters:
 
     @pytest.mark.parametrize("column", ["reserve_transaction_id", "reserve_posting_id"])
     def test_withdrawal_naming_a_missing_ledger_row_is_refused(
-            self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses,
+            self, wbook: Engine, owner: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses,
             column: str) -> None:
+        # Written as the owner: the application role may not write withdrawals directly at all
+        # (tests/migrations/test_money_grants.py); the checks hold for every other writer.
         w = reserve(wbook, cfg, own)
-        with wbook.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
+        with owner.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
             conn.execute(sa.text(f"UPDATE withdrawals SET {column} = 10^12 WHERE id = :w"),
                          {"w": w.id})
         assert sqlstate(refused.value) == "23503"
         # A copy of the stored row under another key, with the one reference missing.
         refs = {"reserve_transaction_id": "reserve_transaction_id",
                 "reserve_posting_id": "reserve_posting_id", column: "10^12"}
-        with wbook.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
+        with owner.begin() as conn, pytest.raises(sa_exc.IntegrityError) as refused:
             conn.execute(sa.text(
                 "INSERT INTO withdrawals (user_id, request_key, fingerprint, requested_by, chain, "
                 "asset_code, destination, amount_minor, fee_max_minor, fee_minor, chain_amount, "

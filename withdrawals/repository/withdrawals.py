@@ -8,7 +8,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -157,24 +156,10 @@ TRANSITION_COLUMNS = frozenset({
 })
 
 
-@lru_cache(maxsize=64)
-def _transition_statement(columns: tuple[str, ...]) -> sa.TextClause:
-    refused = sorted(set(columns) - TRANSITION_COLUMNS)
-    if refused:
-        # A programmer error, raised (not asserted) so that python -O keeps the check.
-        raise ValueError(f"a transition cannot set {refused}; it sets only "
-                         f"{sorted(TRANSITION_COLUMNS)}")
-    sets = [f"{k} = :{k}" for k in columns]
-    return sa.text(
-        f"WITH u AS (UPDATE withdrawals SET {', '.join(sets)} WHERE id = :id RETURNING *), "
-        "e AS (INSERT INTO withdrawal_events (withdrawal_id, from_state, to_state, event, "
-        "reason, evidence, actor, ledger_transaction_id, attempt_id, occurred_at) "
-        "SELECT u.id, CAST(:h_from AS text), CAST(:h_to AS text), CAST(:h_event AS text), "
-        "CAST(:h_reason AS text), CAST(:h_evidence AS jsonb), CAST(:h_actor AS text), "
-        "CAST(:h_ledger AS bigint), CAST(:h_attempt AS bigint), "
-        "CAST(:h_at AS timestamptz) FROM u) "
-        "SELECT * FROM u"
-    )
+_TRANSITION = sa.text(
+    "SELECT * FROM withdrawal_transition(:id, CAST(:sets AS jsonb), :h_from, :h_to, :h_event, "
+    ":h_reason, CAST(:h_evidence AS jsonb), :h_actor, CAST(:h_ledger AS bigint), "
+    "CAST(:h_attempt AS bigint), CAST(:h_at AS timestamptz))")
 
 
 def record_transition(conn: Connection, withdrawal_id: int, values: dict[str, Any],
@@ -183,10 +168,20 @@ def record_transition(conn: Connection, withdrawal_id: int, values: dict[str, An
     return the updated withdrawal: one statement. ``values`` names only ``TRANSITION_COLUMNS``
     (ValueError otherwise, before anything is sent). (A reserve inserts the withdrawal in its
     reserved state instead: ``record_reserve``.)
+
+    The application role may not UPDATE withdrawals (revision 0030_money_table_grants): the
+    statement is a call of ``withdrawal_transition``, which checks again, under the row lock,
+    that the withdrawal is in ``history.from_state`` and that the move is one of
+    ``model.TRANSITIONS`` (check_violation otherwise).
     """
+    refused = sorted(set(values) - TRANSITION_COLUMNS)
+    if refused:
+        # A programmer error, raised (not asserted) so that python -O keeps the check.
+        raise ValueError(f"a transition cannot set {refused}; it sets only "
+                         f"{sorted(TRANSITION_COLUMNS)}")
     row = conn.execute(
-        _transition_statement(tuple(values)),
-        {**values, "id": withdrawal_id,
+        _TRANSITION,
+        {"id": withdrawal_id, "sets": json.dumps(values, default=str),
          "h_from": history.from_state and str(history.from_state),
          "h_to": str(history.to_state), "h_event": history.event, "h_reason": history.reason,
          "h_evidence": json.dumps(history.evidence, default=str), "h_actor": history.actor,
