@@ -237,11 +237,14 @@ def _read_json(path: Path) -> Any:
 def verify(
     proof_file: Annotated[Path, typer.Argument(help="The proof (JSON).", metavar="PROOF.json")],
     root: Annotated[str, typer.Argument(help="The published root hash (64 hex digits).")],
+    as_json: JsonOption = False,
 ) -> None:
     """Check an inclusion proof against a published root, offline (no database, no network).
     Exit 0 and the leaf's balances when it holds; exit 1 and one line ``invalid [reason]``
     when it does not (a file that is not JSON included); exit 2 when the file cannot be
-    read or ROOT is not 64 hex digits."""
+    read or ROOT is not 64 hex digits. --json: {valid, reason} or {valid, user_id, root,
+    balances, totals} (minor units as strings) on stdout, with the same exit statuses."""
+    from api.cli_reads import print_report
     from reserves.merkle import ProofInvalid
     from reserves.merkle import verify as verify_proof
 
@@ -257,13 +260,22 @@ def verify(
         # As docs/verify_proof.py: a file that is not JSON is not a proof.
         err_console.print(f"invalid [malformed]: {proof_file} is not JSON: {exc}",
                           highlight=False, markup=False, soft_wrap=True)
+        if as_json:
+            print_report({"valid": False, "reason": "malformed"})
         raise typer.Exit(1) from None
     try:
         verified = verify_proof(doc, root)
     except ProofInvalid as exc:
         err_console.print(f"invalid [{exc.reason}]: {exc}", highlight=False, markup=False,
                           soft_wrap=True)
+        if as_json:
+            print_report({"valid": False, "reason": exc.reason})
         raise typer.Exit(1) from None
+    if as_json:
+        print_report({"valid": True, "user_id": verified.user_id, "root": verified.root_hash,
+                      "balances": {a: str(v) for a, v in verified.balances.items()},
+                      "totals": {a: str(v) for a, v in verified.totals.items()}})
+        return
     scales = doc.get("scales") if isinstance(doc.get("scales"), dict) else {}
     console.print(f"valid: user {verified.user_id} is included under root "
                   f"{verified.root_hash}", highlight=False, soft_wrap=True)

@@ -70,12 +70,18 @@ def test_report_proof_and_ownership_from_the_command_line(
     path.write_text(proof.stdout)
     ok = _run(env, "verify", str(path), root)
     assert ok.returncode == 0 and "valid: user a" in ok.stdout
+    verdict = json.loads(_run(env, "verify", str(path), root, "--json").stdout)
+    assert (verdict["valid"], verdict["user_id"], verdict["root"]) == (True, "a", root)
+    assert all(isinstance(v, str) for v in verdict["balances"].values())
     bad = json.loads(proof.stdout)
     bad["leaf"]["balances"][0] = str(int(bad["leaf"]["balances"][0]) + 1)
     path.write_text(json.dumps(bad))
     refused = _run(env, "verify", str(path), root)
     assert refused.returncode == 1 and refused.stderr.startswith("invalid [root_mismatch]: ")
     assert refused.stderr.count("\n") == 1
+    as_json = _run(env, "verify", str(path), root, "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout) == {"valid": False, "reason": "root_mismatch"}
     standalone = subprocess.run([sys.executable, "-I", "-S", "docs/verify_proof.py",
                                  str(tmp_path / "proof.json"), root], text=True,
                                 capture_output=True, timeout=30,
