@@ -163,6 +163,8 @@ def list_cases(
     everything: Annotated[bool, typer.Option("--all", help="Same as --status all.")] = False,
     as_json: JsonOption = False,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 1000,
+    cursor: Annotated[int | None, typer.Option(
+        min=0, help="next_cursor of the previous page (--json prints it).")] = None,
 ) -> None:
     """Every case of the engine (reconciliation findings, deposit and withdrawal cases),
     oldest first: the open ones, or of --status; with the withdrawal a case is about or that
@@ -178,12 +180,16 @@ def list_cases(
     if status not in ("open", "resolved", "all"):
         raise ReconcileError(f"--status must be open, resolved or all, got {status!r}")
     with UnitOfWork(get_engine()) as uow:
-        found = service.list_cases(uow, type=type, status=None if status == "all" else status,
-                                   limit=limit)
+        rows = service.list_cases(uow, type=type, status=None if status == "all" else status,
+                                  limit=limit + 1, after_id=cursor or 0)
+        found, more = rows[:limit], len(rows) > limit
         own_withdrawals = {c.id: c.withdrawal_id for c in own.list_cases(uow, resolved=True)
                            if c.withdrawal_id is not None}
     if as_json:
-        console.print_json(json.dumps({"items": [case_document(c) for c in found]}))
+        # The API's CaseItems page (GET /v1/admin/cases).
+        console.print_json(json.dumps({"items": [case_document(c) for c in found],
+                                       "has_more": more,
+                                       "next_cursor": str(found[-1].id) if more else None}))
         return
     table = Grid(title=f"cases ({status})")
     for column in ("id", "type", "subject", "status", "seen", "last seen", "expected",
@@ -195,6 +201,8 @@ def list_cases(
                       c.observed or "", c.resolved_by or "", (c.resolution or "")[:60],
                       str(c.resolution_transaction_id or ""), _withdrawal_of(c, own_withdrawals))
     print_grid(console, table)
+    if more:
+        console.print(f"more: --cursor {found[-1].id}", highlight=False, soft_wrap=True)
 
 
 @cases_app.command("show")

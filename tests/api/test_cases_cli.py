@@ -49,7 +49,15 @@ def test_checks_open_update_and_the_case_is_resolved(
                     "--resolution", "again")
     assert again.returncode == 2 and "error [case_already_resolved]" in again.stderr
     assert json.loads(custody(database_url, api_config, "cases", "list", "--json").stdout) == {
-        "items": []}
+        "items": [], "has_more": False, "next_cursor": None}  # the API's CaseItems page
     resolved = custody(database_url, api_config, "cases", "list", "--status", "resolved",
                        "--type", "balance_drift", "--json")
     assert [c["id"] for c in json.loads(resolved.stdout)["items"]] == [case_id]
+    # Paged as the API pages it: a page of one says whether more follow, and its cursor.
+    every = json.loads(custody(database_url, api_config, "cases", "list", "--status", "all",
+                               "--json").stdout)["items"]
+    first_page = json.loads(custody(database_url, api_config, "cases", "list", "--status", "all",
+                                    "--limit", "1", "--json").stdout)
+    assert first_page["items"] == every[:1]
+    assert first_page["has_more"] is (len(every) > 1)
+    assert first_page["next_cursor"] == (every[0]["id"] if len(every) > 1 else None)
