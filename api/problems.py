@@ -41,10 +41,17 @@ class ApiError(CustodyError):
 
 
 class Unauthenticated(ApiError):
-    """No API key, a malformed one, or one that is unknown or revoked."""
+    """No API key, a malformed one, or one that is unknown, revoked or expired."""
 
     code = "unauthenticated"
     status = 401
+
+
+class ApiKeyNotFound(ApiError):
+    """No API key has this prefix or id (``custody keys revoke``, the admin key routes)."""
+
+    code = "api_key_not_found"
+    status = 404
 
 
 class Forbidden(ApiError):
