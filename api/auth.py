@@ -145,6 +145,20 @@ def find_key(conn: Connection, prefix_or_id: str) -> repo.KeyRecord:
     return found
 
 
+def list_keys(conn: Connection, client_name: str | None = None, *, after_id: int = 0,
+              limit: int = 1000) -> list[repo.KeyRecord]:
+    """Keys by id (never their secrets), of ``client_name`` only if given."""
+    return repo.list_keys(conn, client_name, after_id=after_id, limit=limit)
+
+
+def get_key(conn: Connection, key_id: int) -> repo.KeyRecord:
+    """The key ``key_id`` (ApiKeyNotFound)."""
+    found = repo.key_by_id(conn, key_id)
+    if found is None:
+        raise ApiKeyNotFound(f"no API key {key_id}")
+    return found
+
+
 def revoke_key(engine: Engine, prefix_or_id: str, *, by: str, now: datetime
                ) -> tuple[repo.KeyRecord, bool]:
     """Revoke a key (refused at once by every process: nothing caches keys); the key after it

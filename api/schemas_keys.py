@@ -1,0 +1,65 @@
+"""Request and response bodies of the API key routes (``api.routes.api_keys``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from api.repository.clients import KeyRecord
+from api.schemas import Body
+
+
+class ApiKeyItem(BaseModel):
+    """An API key as listed: never its secret."""
+
+    id: int
+    prefix: str = Field(description="The public part of the key (``cust_<prefix>_...``).")
+    scope: str = Field(description="client | support | admin | approver")
+    client: str = Field(description="The client (principal) the key belongs to.")
+    created_at: datetime
+    last_used_at: datetime | None = Field(
+        description="Last successful authentication, to the minute (updated at most once a "
+                    "minute).")
+    expires_at: datetime | None = Field(description="Refused from then on; null: never.")
+    revoked_at: datetime | None
+    revoked_by: str | None
+    state: Literal["active", "expired", "revoked"]
+
+
+class ApiKeyItems(BaseModel):
+    """API keys, by id; ``next_after_id`` pages on (null: the last page)."""
+
+    items: list[ApiKeyItem]
+    next_after_id: int | None
+
+
+class ApiKeyCreate(Body):
+    """A new key for ``client`` (created if new) with one ``scope``; an optional expiry, as an
+    instant or a lifetime from now (not both)."""
+
+    client: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+    scope: Literal["client", "support", "admin", "approver"]
+    expires_at: str | None = Field(default=None, max_length=64,
+                                   description="ISO 8601 instant (naive: UTC).")
+    expires_in: str | None = Field(default=None, pattern=r"^[1-9][0-9]{0,5}[mhdw]$",
+                                   description="A lifetime: 90m, 12h, 30d, 2w.")
+
+
+class ApiKeyCreated(ApiKeyItem):
+    """The new key. ``key`` is the whole key, in this first answer only: only its SHA-256 is
+    stored, so a replay of the request (same ``Idempotency-Key``) answers ``key`` null."""
+
+    key: str | None
+
+
+def key_item(k: KeyRecord, now: datetime) -> ApiKeyItem:
+    """The listed form of ``k`` at ``now`` (the engine's clock)."""
+    state: Literal["active", "expired", "revoked"] = (
+        "revoked" if k.revoked_at is not None
+        else "expired" if k.expires_at is not None and k.expires_at <= now else "active")
+    return ApiKeyItem(id=k.id, prefix=k.prefix, scope=k.scope, client=k.client_name,
+                      created_at=k.created_at, last_used_at=k.last_used_at,
+                      expires_at=k.expires_at, revoked_at=k.revoked_at,
+                      revoked_by=k.revoked_by, state=state)
