@@ -167,8 +167,6 @@ def test_digests_are_compared_in_constant_time_known_prefix_or_not(
         api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     import hmac
 
-    import api.auth as auth
-
     calls: list[tuple[str, str]] = []
     real = hmac.compare_digest
 
@@ -176,7 +174,7 @@ def test_digests_are_compared_in_constant_time_known_prefix_or_not(
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(auth.hmac, "compare_digest", counting)
+    monkeypatch.setattr(hmac, "compare_digest", counting)  # api.auth calls hmac.compare_digest
     good = api.keys["sam"]
     wrong_secret = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
     unknown_prefix = "cust_" + "0" * 12 + "_" + good.split("_", 2)[2]
@@ -212,6 +210,6 @@ def test_failed_authentications_are_limited_per_source_address(engine: Engine) -
             assert other.get("/metrics", headers=bearer(good)).status_code == 200
             assert other.get("/metrics", headers=bearer(bad)).status_code == 401
         with engine.connect() as conn:
-            counts = dict(conn.execute(sa.text(
-                "SELECT source, sum(failures) FROM api_auth_failures GROUP BY source")).all())
+            counts = {str(r[0]): int(r[1]) for r in conn.execute(sa.text(
+                "SELECT source, sum(failures) FROM api_auth_failures GROUP BY source"))}
         assert counts == {"127.0.0.1": 5, "127.0.0.2": 1}
