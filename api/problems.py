@@ -111,7 +111,8 @@ class IdempotencyInProgress(ApiError):
 
 
 class RateLimited(ApiError):
-    """Too many requests with this API key in the current window."""
+    """Too many requests with this API key in the current window, or too many failed
+    authentications from this address (then every request from it, until the window ends)."""
 
     code = "rate_limited"
     status = 429

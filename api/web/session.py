@@ -56,7 +56,7 @@ class SignInRequired(ApiError):
 
 
 class SessionExpired(SignInRequired):
-    """The cookie named a session that expired, ended or whose key was revoked."""
+    """The cookie named a session that expired, ended or whose key was revoked or expired."""
 
     code = "session_expired"
 
