@@ -36,15 +36,15 @@ class ApiKeyItems(BaseModel):
 
 
 class ApiKeyCreate(Body):
-    """A new key for ``client`` (created if new) with one ``scope``; an optional expiry, as an
-    instant or a lifetime from now (not both)."""
+    """A new key for ``client`` (created if new) with one ``scope``; optionally a lifetime from
+    now on the engine's clock (a lifetime, not an instant: every value the schema admits is
+    accepted, none can be in the past)."""
 
     client: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
     scope: Literal["client", "support", "admin", "approver"]
-    expires_at: str | None = Field(default=None, max_length=64,
-                                   description="ISO 8601 instant (naive: UTC).")
     expires_in: str | None = Field(default=None, pattern=r"^[1-9][0-9]{0,5}[mhdw]$",
-                                   description="A lifetime: 90m, 12h, 30d, 2w.")
+                                   description="A lifetime: 90m, 12h, 30d, 2w; none: the key "
+                                               "lives until revoked.")
 
 
 class ApiKeyCreated(ApiKeyItem):

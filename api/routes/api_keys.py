@@ -17,9 +17,7 @@ from fastapi.responses import JSONResponse
 from api import auth, idempotency
 from api.auth import AdminScope, StaffReader
 from api.idempotency import IdempotencyKey
-from api.problems import RequestInvalid
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
-from api.schemas import parse_instant
 from api.schemas_keys import ApiKeyCreate, ApiKeyCreated, ApiKeyItem, ApiKeyItems, key_item
 
 router = APIRouter(tags=["admin"])
@@ -55,13 +53,10 @@ def create_api_key(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """The whole key is in ``key`` of this answer only (a replay answers null: the secret is
-    not stored anywhere). ``expires_at`` or ``expires_in`` (not both): refused from then on."""
+    not stored anywhere). With ``expires_in``, the key is refused from ``expires_at`` on."""
     ctx = context(request)
     now = ctx.clock()
-    if body.expires_at is not None and body.expires_in is not None:
-        raise RequestInvalid("give expires_at or expires_in, not both")
-    expires = (parse_instant(body.expires_at, what="expires_at") if body.expires_at
-               else now + auth.parse_duration(body.expires_in) if body.expires_in else None)
+    expires = now + auth.parse_duration(body.expires_in) if body.expires_in else None
     shown: list[str] = []
 
     def work(key: str) -> tuple[int, ApiKeyCreated]:

@@ -84,16 +84,20 @@ def test_admin_creates_lists_and_revokes_a_key(api: Api) -> None:
 
 
 def test_bad_create_requests_are_refused(api: Api) -> None:
-    both = create(api, {"client": "newco", "scope": "client", "expires_in": "1d",
-                        "expires_at": "2030-01-01T00:00:00Z"})
-    assert both.status_code == 422 and both.json()["code"] == "request_invalid"
-    past = create(api, {"client": "newco", "scope": "client",
-                        "expires_at": "2001-01-01T00:00:00Z"})
-    assert past.status_code == 422 and "not in the future" in past.json()["detail"]
-    assert create(api, {"client": "newco", "scope": "root"}).status_code == 422
+    for body in ({"client": "newco", "scope": "client", "expires_in": "0d"},
+                 {"client": "newco", "scope": "client", "expires_in": "1y"},
+                 {"client": "newco", "scope": "client", "expires_at": "2030-01-01T00:00:00Z"},
+                 {"client": "new co", "scope": "client"},
+                 {"client": "newco", "scope": "root"}):
+        r = create(api, body)
+        assert r.status_code == 422 and r.json()["code"] == "request_invalid", (body, r.text)
     no_idem = api.call("POST", "/v1/admin/api-keys", "carol",
                        json={"client": "newco", "scope": "client"})
-    assert no_idem.status_code == 400
+    assert no_idem.status_code == 400 and no_idem.json()["code"] == "idempotency_key_missing"
+    with api.engine.connect() as conn:
+        assert conn.execute(sa.text(
+            "SELECT count(*) FROM api_keys k JOIN api_clients c ON c.id = k.client_id "
+            "WHERE c.name = 'newco'")).scalar_one() == 0
 
 
 def test_a_key_expires_on_the_engines_clock(engine: Engine) -> None:
