@@ -86,6 +86,22 @@ $$;
 ALTER FUNCTION public.api_idempotency_guard() OWNER TO CURRENT_USER;
 
 --
+-- Name: api_keys_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.api_keys_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION 'api key %: its identity never changes and a revocation is final', OLD.id
+    USING ERRCODE = 'integrity_constraint_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.api_keys_guard() OWNER TO CURRENT_USER;
+
+--
 -- Name: cases_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6367,6 +6383,20 @@ CREATE TRIGGER api_audit_no_truncate BEFORE TRUNCATE ON public.api_audit FOR EAC
 --
 
 CREATE TRIGGER api_idempotency_keep_24h BEFORE DELETE ON public.api_idempotency FOR EACH ROW EXECUTE FUNCTION public.api_idempotency_guard();
+
+
+--
+-- Name: api_keys api_keys_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_keys_guard BEFORE UPDATE OF id, client_id, prefix, secret_sha256, scope, created_at, revoked_at, revoked_by ON public.api_keys FOR EACH ROW WHEN ((((((((new.id IS DISTINCT FROM old.id) OR (new.client_id IS DISTINCT FROM old.client_id)) OR (new.prefix IS DISTINCT FROM old.prefix)) OR (new.secret_sha256 IS DISTINCT FROM old.secret_sha256)) OR (new.scope IS DISTINCT FROM old.scope)) OR (new.created_at IS DISTINCT FROM old.created_at)) OR ((old.revoked_at IS NOT NULL) AND ((new.revoked_at IS DISTINCT FROM old.revoked_at) OR (new.revoked_by IS DISTINCT FROM old.revoked_by))))) EXECUTE FUNCTION public.api_keys_guard();
+
+
+--
+-- Name: api_keys api_keys_no_delete; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_keys_no_delete BEFORE DELETE ON public.api_keys FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --

@@ -217,3 +217,19 @@ def test_failed_authentications_are_limited_per_source_address(engine: Engine) -
             counts = {str(r[0]): int(r[1]) for r in conn.execute(sa.text(
                 "SELECT source, sum(failures) FROM api_auth_failures GROUP BY source"))}
         assert counts == {"127.0.0.1": 5, "127.0.0.2": 1}
+
+
+def test_the_database_keeps_a_revocation_and_a_keys_identity(api: Api) -> None:
+    prefix = api.keys["sam"].split("_")[1]
+    with api.engine.begin() as conn:  # the application role
+        conn.execute(sa.text("UPDATE api_keys SET revoked_at = now(), revoked_by = 'carol' "
+                             "WHERE prefix = :p"), {"p": prefix})
+    for change in ("revoked_at = NULL", "revoked_by = 'mallory'", "scope = 'admin'",
+                   "secret_sha256 = repeat('0', 64)"):
+        with pytest.raises(sa.exc.DBAPIError, match="revocation is final"), \
+                api.engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE api_keys SET {change} WHERE prefix = :p"),
+                         {"p": prefix})
+    with pytest.raises(sa.exc.DBAPIError), api.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM api_keys WHERE prefix = :p"), {"p": prefix})
+    assert api.call("GET", "/metrics", "sam").status_code == 401
