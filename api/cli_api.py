@@ -1,4 +1,4 @@
-"""``custody keys create`` and ``custody api``: API keys and the HTTP server.
+"""``custody keys create|list|revoke`` and ``custody api``: API keys and the HTTP server.
 
 Mounted by ``api/cli.py``::
 
@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -27,24 +28,107 @@ keys_app = typer.Typer(help="API keys (shown once, stored hashed).", no_args_is_
 api_cli.add_typer(keys_app, name="keys")
 
 
-
-
 @keys_app.command("create")
 @friendly
 def create(
     scope: Annotated[str, typer.Option(help="client, support, admin or approver.")],
-    client: Annotated[str, typer.Option(help="Client (principal) the key belongs to; created "
-                                             "if new. Its name is the actor in histories.")]
-    = "default",
+    client_name: Annotated[str | None, typer.Argument(
+        metavar="CLIENT", help="Client (principal) the key belongs to; created if new. Its "
+                               "name is the actor in histories.", show_default=False)] = None,
+    client: Annotated[str | None, typer.Option(
+        "--client", help="The same as CLIENT (the older spelling).")] = None,
+    expires_in: Annotated[str | None, typer.Option(
+        help="Lifetime from now: 90m, 12h, 30d, 2w.")] = None,
+    expires_at: Annotated[str | None, typer.Option(
+        help="Expiry instant, ISO 8601 (naive: UTC).")] = None,
 ) -> None:
-    """Create an API key and print it once (only its SHA-256 is stored)."""
-    from api.auth import create_key
+    """Create an API key and print it once (only its SHA-256 is stored). Without CLIENT (or
+    --client) the key is the client ``default``'s. Rotation: create the new key, move the
+    client to it, then ``custody keys revoke`` the old one; both work in between."""
+    from api.auth import create_key, parse_duration
+    from api.problems import RequestInvalid
+    from api.routes.deps import utc_now
+    from api.schemas import parse_instant
     from config.database import get_engine
 
-    created = create_key(get_engine(), client, scope)
-    err_console.print(f"key {created.prefix} ({created.scope}) for client {created.client_name};"
-                      " shown once, store it now:", highlight=False)
+    if client_name is not None and client is not None and client_name != client:
+        raise RequestInvalid("give the client once: CLIENT or --client")
+    if expires_in is not None and expires_at is not None:
+        raise RequestInvalid("give --expires-in or --expires-at, not both")
+    now = utc_now()
+    expires = (parse_instant(expires_at, what="--expires-at") if expires_at is not None
+               else now + parse_duration(expires_in) if expires_in is not None else None)
+    created = create_key(get_engine(), client_name or client or "default", scope,
+                         expires_at=expires, now=now)
+    until = f", expires {created.expires_at.isoformat()}" if created.expires_at else ""
+    err_console.print(f"key {created.prefix} ({created.scope}) for client {created.client_name}"
+                      f"{until}; shown once, store it now:", highlight=False, markup=False)
     console.print(created.key, highlight=False, markup=False, soft_wrap=True)
+
+
+@keys_app.command("list")
+@friendly
+def list_keys(
+    client: Annotated[str | None, typer.Option(help="Only this client's keys.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the API's JSON shape instead of a table.")] = False,
+) -> None:
+    """API keys by id: prefix, scope, client, created, last used, expiry and state (never a
+    secret), as ``GET /v1/admin/api-keys`` answers them."""
+    from api.auth import list_keys as keys_of
+    from api.render import grid, print_grid
+    from api.routes.deps import utc_now
+    from api.schemas_keys import ApiKeyItems, key_item
+    from config.database import get_engine
+
+    now = utc_now()
+    with get_engine().connect() as conn:
+        items = [key_item(k, now) for k in keys_of(conn, client, limit=1_000_000)]
+    if as_json:
+        from api.cli_reads import print_json
+
+        print_json(ApiKeyItems(items=items, next_after_id=None))
+        return
+    g = grid(None, "id", "prefix", "scope", "client", "created", "last used", "expires",
+             "state", right=("id",))
+    for k in items:
+        g.add_row(str(k.id), k.prefix, k.scope, k.client, _when(k.created_at),
+                  _when(k.last_used_at), _when(k.expires_at),
+                  k.state if k.revoked_by is None else f"{k.state} by {k.revoked_by}")
+    print_grid(console, g)
+
+
+def _when(at: datetime | None) -> str:
+    return "" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _os_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()[:100] or "unknown"
+    except (KeyError, OSError):  # No name for this uid (a container).
+        return "unknown"
+
+
+@keys_app.command("revoke")
+@friendly
+def revoke(
+    key: Annotated[str, typer.Argument(metavar="PREFIX_OR_ID",
+                                       help="The key's public prefix (12 hex digits) or id.")],
+) -> None:
+    """Revoke a key: every API process refuses it from its next request on."""
+    from api.auth import revoke_key
+    from api.routes.deps import utc_now
+    from config.database import get_engine
+
+    record, revoked = revoke_key(get_engine(), key, by=f"cli:{_os_user()}",
+                                 now=utc_now())
+    assert record.revoked_at is not None
+    what = "revoked" if revoked else "was already revoked"
+    console.print(f"key {record.prefix} ({record.scope}) of client {record.client_name} {what}"
+                  f" at {_when(record.revoked_at)}", highlight=False, markup=False,
+                  soft_wrap=True)
 
 
 @api_cli.command("api")

@@ -46,10 +46,17 @@ class ApiError(CustodyError):
 
 
 class Unauthenticated(ApiError):
-    """No API key, a malformed one, or one that is unknown or revoked."""
+    """No API key, a malformed one, or one that is unknown, revoked or expired."""
 
     code = "unauthenticated"
     status = 401
+
+
+class ApiKeyNotFound(ApiError):
+    """No API key has this prefix or id (``custody keys revoke``, the admin key routes)."""
+
+    code = "api_key_not_found"
+    status = 404
 
 
 class Forbidden(ApiError):
@@ -144,7 +151,8 @@ def plain_decimal(minor: int, scale: int) -> str:
 
 
 class RateLimited(ApiError):
-    """Too many requests with this API key in the current window."""
+    """Too many requests with this API key in the current window, or too many failed
+    authentications from this address (then every request from it, until the window ends)."""
 
     code = "rate_limited"
     status = 429

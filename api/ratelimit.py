@@ -39,6 +39,11 @@ class RateLimits:
         "client": RateLimit(1_200), "support": RateLimit(600), "admin": RateLimit(300),
         "approver": RateLimit(300)})
 
+    #: Failed authentications per source address (any key, or none), counted in PostgreSQL
+    #: (``api_auth_failures``) so that several API processes share one count; over it, every
+    #: request from that address is refused with 429 until the window ends.
+    auth_failures: RateLimit = field(default_factory=lambda: RateLimit(20))
+
     def of(self, scope: str) -> RateLimit:
         """The limit of ``scope``."""
         return self.by_scope[scope]

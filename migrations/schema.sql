@@ -86,6 +86,22 @@ $$;
 ALTER FUNCTION public.api_idempotency_guard() OWNER TO CURRENT_USER;
 
 --
+-- Name: api_keys_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.api_keys_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION 'api key %: its identity never changes and a revocation is final', OLD.id
+    USING ERRCODE = 'integrity_constraint_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.api_keys_guard() OWNER TO CURRENT_USER;
+
+--
 -- Name: cases_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2282,6 +2298,28 @@ ALTER SEQUENCE public.api_audit_id_seq OWNED BY public.api_audit.id;
 
 
 --
+-- Name: api_auth_failures; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNLOGGED TABLE public.api_auth_failures (
+    source text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    failures integer NOT NULL,
+    CONSTRAINT api_auth_failures_failures_check CHECK ((failures >= 1)),
+    CONSTRAINT api_auth_failures_source_check CHECK (((length(source) >= 1) AND (length(source) <= 100)))
+);
+
+
+ALTER TABLE public.api_auth_failures OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE api_auth_failures; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.api_auth_failures IS 'Failed API authentications per client address and window (api.auth: over the limit, 429).';
+
+
+--
 -- Name: api_clients; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -2399,7 +2437,12 @@ CREATE TABLE public.api_keys (
     scope text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    last_used_at timestamp with time zone,
+    revoked_by text,
     CONSTRAINT api_keys_prefix_check CHECK ((prefix ~ '^[0-9a-f]{12}$'::text)),
+    CONSTRAINT api_keys_revoked_by_check CHECK (((length(revoked_by) >= 1) AND (length(revoked_by) <= 200))),
+    CONSTRAINT api_keys_revoked_by_revoked_check CHECK (((revoked_by IS NULL) OR (revoked_at IS NOT NULL))),
     CONSTRAINT api_keys_scope_check CHECK ((scope = ANY (ARRAY['client'::text, 'support'::text, 'admin'::text, 'approver'::text]))),
     CONSTRAINT api_keys_secret_sha256_check CHECK ((secret_sha256 ~ '^[0-9a-f]{64}$'::text))
 );
@@ -2426,6 +2469,27 @@ COMMENT ON COLUMN public.api_keys.prefix IS 'Public part of the key (also shown 
 --
 
 COMMENT ON COLUMN public.api_keys.secret_sha256 IS 'SHA-256 (hex) of the 256-bit random secret part.';
+
+
+--
+-- Name: COLUMN api_keys.expires_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_keys.expires_at IS 'From this instant (the engine''s clock) the key is refused; NULL: it never expires.';
+
+
+--
+-- Name: COLUMN api_keys.last_used_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_keys.last_used_at IS 'Last successful authentication, to the minute (updated at most once a minute per key).';
+
+
+--
+-- Name: COLUMN api_keys.revoked_by; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_keys.revoked_by IS 'Who revoked the key (an actor name, or cli:<user>).';
 
 
 --
@@ -5432,6 +5496,14 @@ ALTER TABLE ONLY public.api_audit
 
 
 --
+-- Name: api_auth_failures api_auth_failures_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.api_auth_failures
+    ADD CONSTRAINT api_auth_failures_pkey PRIMARY KEY (source, window_start);
+
+
+--
 -- Name: api_clients api_clients_name_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6191,6 +6263,13 @@ CREATE INDEX api_idempotency_created_idx ON public.api_idempotency USING btree (
 
 
 --
+-- Name: api_keys_client_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX api_keys_client_idx ON public.api_keys USING btree (client_id, id);
+
+
+--
 -- Name: api_users_client_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6573,6 +6652,20 @@ CREATE TRIGGER api_audit_no_truncate BEFORE TRUNCATE ON public.api_audit FOR EAC
 --
 
 CREATE TRIGGER api_idempotency_keep_24h BEFORE DELETE ON public.api_idempotency FOR EACH ROW EXECUTE FUNCTION public.api_idempotency_guard();
+
+
+--
+-- Name: api_keys api_keys_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_keys_guard BEFORE UPDATE OF id, client_id, prefix, secret_sha256, scope, created_at, revoked_at, revoked_by ON public.api_keys FOR EACH ROW WHEN ((((((((new.id IS DISTINCT FROM old.id) OR (new.client_id IS DISTINCT FROM old.client_id)) OR (new.prefix IS DISTINCT FROM old.prefix)) OR (new.secret_sha256 IS DISTINCT FROM old.secret_sha256)) OR (new.scope IS DISTINCT FROM old.scope)) OR (new.created_at IS DISTINCT FROM old.created_at)) OR ((old.revoked_at IS NOT NULL) AND ((new.revoked_at IS DISTINCT FROM old.revoked_at) OR (new.revoked_by IS DISTINCT FROM old.revoked_by))))) EXECUTE FUNCTION public.api_keys_guard();
+
+
+--
+-- Name: api_keys api_keys_no_delete; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER api_keys_no_delete BEFORE DELETE ON public.api_keys FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -7966,6 +8059,13 @@ GRANT SELECT,INSERT ON TABLE public.api_audit TO custody_app;
 --
 
 GRANT SELECT,USAGE ON SEQUENCE public.api_audit_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE api_auth_failures; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.api_auth_failures TO custody_app;
 
 
 --

@@ -55,13 +55,14 @@ def insert_session(conn: Connection, token_digest: str, key_id: int, csrf_token:
 
 def live_session(conn: Connection, token_digest: str, now: datetime) -> SessionRow | None:
     """The session of ``token_digest`` if it has not ended or expired at ``now`` and its key is
-    not revoked; else None."""
+    neither revoked nor expired at ``now``; else None."""
     row = conn.execute(sa.text(
         "SELECT s.id, s.csrf_token, s.expires_at, k.id, k.prefix, k.scope, c.id, c.name "
         "FROM console_sessions s JOIN api_keys k ON k.id = s.key_id "
         "JOIN api_clients c ON c.id = k.client_id "
         "WHERE s.token_digest = :d AND s.ended_at IS NULL AND s.expires_at > :n "
-        "AND k.revoked_at IS NULL"), {"d": token_digest, "n": now}).first()
+        "AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > :n)"),
+        {"d": token_digest, "n": now}).first()
     return None if row is None else SessionRow(*row)
 
 

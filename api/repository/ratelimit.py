@@ -32,6 +32,11 @@ HIT_SQL = (
 LEFT_SQL = ("extract(epoch FROM hit.window_start + make_interval(secs => {window}) "
             "- clock_timestamp())")
 
+#: The start of the current failed-authentication window (``%(fw)s``: its length in seconds),
+#: on the database clock as the request windows.
+FAILURE_WINDOW_SQL = ("to_timestamp(floor(extract(epoch FROM clock_timestamp()) "
+                      "/ CAST(%(fw)s AS int)) * CAST(%(fw)s AS int))")
+
 
 def delete_windows(conn: Connection, *, older_than_s: int) -> int:
     """Delete counters of windows that started more than ``older_than_s`` ago; how many."""
@@ -40,4 +45,9 @@ def delete_windows(conn: Connection, *, older_than_s: int) -> int:
                 "WHERE window_start < now() - make_interval(secs => :s)"),
         {"s": older_than_s},
     )
-    return int(result.rowcount)
+    failures = conn.execute(
+        sa.text("DELETE FROM api_auth_failures "
+                "WHERE window_start < now() - make_interval(secs => :s)"),
+        {"s": older_than_s},
+    )
+    return int(result.rowcount) + int(failures.rowcount)

@@ -197,6 +197,11 @@ router.include_router(cases.router)
 router.include_router(treasury.router)
 router.include_router(holdings.router)
 
+# The API key routes (``api.routes.api_keys``): list, create, revoke.
+from api.routes import api_keys as api_key_routes  # noqa: E402
+
+router.include_router(api_key_routes.router)
+
 # The sweep, cold-transfer and refill routes (``api.routes.sweeps``) too.
 from api.routes import sweeps as sweep_routes  # noqa: E402
 

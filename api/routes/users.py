@@ -200,7 +200,8 @@ class BalancesFastPath:
             body = await asyncio.get_running_loop().run_in_executor(
                 self.ctx.readers, functools.partial(
                     auth.read_now, self.ctx, state, credentials, READERS,
-                    read_balances(self.ctx, user_id, None, None), user_id=user_id))
+                    read_balances(self.ctx, user_id, None, None), user_id=user_id,
+                    source=auth.source_of(scope)))
         except Exception as exc:
             response = await api_problems.response_for(Request(scope), exc)
             await response(scope, receive, send)

@@ -56,7 +56,7 @@ class SignInRequired(ApiError):
 
 
 class SessionExpired(SignInRequired):
-    """The cookie named a session that expired, ended or whose key was revoked."""
+    """The cookie named a session that expired, ended or whose key was revoked or expired."""
 
     code = "session_expired"
 
@@ -121,7 +121,8 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
     ctx = context(request)
     credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key.strip())
     with ctx.autocommit.connect() as conn:
-        principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES)
+        principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES,
+                                    source=auth.source_of(request.scope))
     token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = ctx.clock()
     _end_previous(ctx, request)

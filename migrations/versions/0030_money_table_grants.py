@@ -2,7 +2,7 @@
 through functions that check the state machine (issue 19).
 
 Revision ID: 0030_money_table_grants
-Revises: 0028_idempotency_requests
+Revises: 0029_api_key_lifecycle
 Create Date: 2026-12-03
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from migrations import run_sql_file
 
 revision = "0030_money_table_grants"
-down_revision = "0028_idempotency_requests"
+down_revision = "0029_api_key_lifecycle"
 branch_labels = None
 depends_on = None
 

@@ -44,6 +44,8 @@ def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         ["withdrawal", "show"],
         ["withdrawals", "open"],
         ["keys", "create"],
+        ["keys", "list"],
+        ["keys", "revoke"],
         ["api"],
         ["serve"],
         ["worker"],

@@ -114,6 +114,13 @@ def _proved_user(api: Api) -> str:
     return user
 
 
+def _fresh_key(api: Api) -> int:
+    """The id of a fresh client key (each caller revokes its own)."""
+    from api.auth import create_key
+
+    return create_key(api.engine, "newco", "client").id
+
+
 W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
 ENDPOINTS: dict[str, Endpoint] = {
     "healthz": Endpoint("GET", lambda a: ("/healthz", None), (200, 200, 200, 200, 200, 200)),
@@ -251,6 +258,14 @@ ENDPOINTS: dict[str, Endpoint] = {
     "disable_endpoint": Endpoint(
         "POST", lambda a: (f"/v1/admin/webhook-endpoints/{_webhook_endpoint(a)}/disable", None),
         (403, 403, 403, 200, 403, 401), money=True),
+    "list_api_keys": Endpoint("GET", lambda a: ("/v1/admin/api-keys", None),
+                              (403, 403, 200, 200, 403, 401)),
+    "create_api_key": Endpoint(
+        "POST", lambda a: ("/v1/admin/api-keys", {"client": "newco", "scope": "client"}),
+        (403, 403, 403, 201, 403, 401), money=True),
+    "revoke_api_key": Endpoint(
+        "POST", lambda a: (f"/v1/admin/api-keys/{_fresh_key(a)}/revoke", None),
+        (403, 403, 403, 200, 403, 401)),
     # A report is published: every authenticated scope reads it.
     "latest_report": Endpoint("GET", lambda a: (_latest_report(a), None),
                               (200, 200, 200, 200, 200, 401)),

@@ -94,3 +94,47 @@ def _command(stat: Path) -> str:
         return (stat.parent / "cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_keys_list_and_revoke_from_the_cli(database_url: str, engine: Engine) -> None:
+    import json
+
+    made = custody(database_url, "keys", "create", "newco", "--scope", "support",
+                   "--expires-in", "30d")
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    prefix = key.split("_")[1]
+    assert f"key {prefix} (support) for client newco, expires " in made.stderr
+    old = custody(database_url, "keys", "create", "--scope", "client", "--client", "acme2")
+    assert old.returncode == 0, old.stderr  # the older spelling still works
+
+    listed = custody(database_url, "keys", "list", "--client", "newco", "--json")
+    assert listed.returncode == 0, listed.stderr
+    items = json.loads(listed.stdout)["items"]
+    assert [(k["prefix"], k["scope"], k["client"], k["state"]) for k in items] == [
+        (prefix, "support", "newco", "active")]
+    assert items[0]["expires_at"] is not None and key.split("_", 2)[2] not in listed.stdout
+    table = custody(database_url, "keys", "list")
+    assert table.returncode == 0 and prefix in table.stdout and "acme2" in table.stdout
+
+    with serve(engine) as api:
+        assert api.http.get("/metrics", headers={"Authorization": f"Bearer {key}"}
+                            ).status_code == 200
+        revoked = custody(database_url, "keys", "revoke", prefix)
+        assert revoked.returncode == 0, revoked.stderr
+        assert f"key {prefix} (support) of client newco revoked" in revoked.stdout
+        # The running server refuses it at its next request.
+        r = api.http.get("/metrics", headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 401 and "revoked" in r.json()["detail"]
+    again = custody(database_url, "keys", "revoke", prefix)
+    assert again.returncode == 0 and "was already revoked" in again.stdout
+    listed = custody(database_url, "keys", "list", "--client", "newco", "--json")
+    (item,) = json.loads(listed.stdout)["items"]
+    assert item["state"] == "revoked" and item["revoked_by"].startswith("cli:")
+
+    unknown = custody(database_url, "keys", "revoke", "abcdefabcdef")
+    assert unknown.returncode == 2 and "error [api_key_not_found]" in unknown.stderr
+    for bad in (["--expires-in", "30x"], ["--expires-at", "2001-01-01T00:00:00Z"],
+                ["--expires-in", "1d", "--expires-at", "2030-01-01"]):
+        refused = custody(database_url, "keys", "create", "newco", "--scope", "client", *bad)
+        assert refused.returncode == 2 and "error [request_invalid]" in refused.stderr, bad

@@ -102,10 +102,11 @@ def test_counters_of_different_sessions_are_summed(engine: Engine) -> None:
 
     from api.auth import SCOPES, authorize
     from api.problems import RateLimited
+    from api.routes.deps import utc_now
 
     with serve(engine, LIMITS) as api:
         key = api.headers("acme")["Authorization"].split(" ", 1)[1]
-        ctx = SimpleNamespace(rate_limits=LIMITS)
+        ctx = SimpleNamespace(rate_limits=LIMITS, clock=utc_now)
         creds = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as a, \
                 engine.connect().execution_options(isolation_level="AUTOCOMMIT") as b:

@@ -120,6 +120,15 @@ def test_a_revoked_key_ends_its_sessions(console: Console) -> None:
     assert "/console/login" in page.url
 
 
+def test_an_expired_key_ends_its_sessions(console: Console) -> None:
+    page = console.sign_in("sam")
+    with console.api.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE api_keys SET expires_at = now() WHERE prefix = :p"),
+                     {"p": console.api.keys["sam"].split("_")[1]})
+    page.goto(f"{console.url}/console")
+    assert "/console/login" in page.url
+
+
 def test_a_forged_or_tampered_cookie_is_refused(console: Console) -> None:
     page = console.sign_in("sam")
     cookie = next(c for c in page.context.cookies() if c["name"] == COOKIE)

@@ -1,0 +1,31 @@
+"""API keys: an optional expiry, when each was last used, who revoked it; failed
+authentications counted per source address.
+
+Revision ID: 0029_api_key_lifecycle
+Revises: 0028_idempotency_requests
+Create Date: 2026-12-03
+"""
+
+# A revision holds tables, columns, constraints, indexes, roles, table grants, data changes,
+# drops and signature changes, in sql/revisions/<revision>.sql. A function, a table's triggers
+# or a view is a definition file (sql/functions/, sql/triggers/, sql/views/), applied after the
+# revisions whenever its text changes: edit that file instead. Then run `make schema`.
+
+from alembic import op
+
+from migrations import run_sql_file
+
+revision = "0029_api_key_lifecycle"
+down_revision = "0028_idempotency_requests"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Run the revision's SQL file."""
+    run_sql_file(op.get_bind(), "revisions/0029_api_key_lifecycle.sql")
+
+
+def downgrade() -> None:
+    """Forward-only, as every revision of this schema."""
+    raise NotImplementedError("migrations are forward-only")
