@@ -87,7 +87,7 @@ def list_keys(
     if as_json:
         from api.cli_reads import print_json
 
-        print_json(ApiKeyItems(items=items, next_after_id=None))
+        print_json(ApiKeyItems(items=items))
         return
     g = grid(None, "id", "prefix", "scope", "client", "created", "last used", "expires",
              "state", right=("id",))

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from api.repository.clients import KeyRecord
-from api.schemas import Body
+from api.schemas import Body, Page
 
 
 class ApiKeyItem(BaseModel):
@@ -34,12 +34,10 @@ class ApiKeyItem(BaseModel):
                     "active.")
 
 
-class ApiKeyItems(BaseModel):
-    """API keys, by id; ``next_after_id`` pages on (null: the last page)."""
+class ApiKeyItems(Page):
+    """API keys, by id (the list shape of every list: ``next_cursor`` pages on)."""
 
     items: list[ApiKeyItem] = Field(description="The keys of this page, by id.")
-    next_after_id: int | None = Field(
-        description="Pass as after_id for the next page; null: this is the last one.")
 
 
 class ApiKeyCreate(Body):

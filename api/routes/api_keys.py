@@ -18,6 +18,7 @@ from api import auth, idempotency
 from api.auth import AdminScope, StaffReader
 from api.idempotency import IdempotencyKey
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
+from api.routes.paging import CursorParam, cursor_id, page
 from api.schemas_keys import ApiKeyCreate, ApiKeyCreated, ApiKeyItem, ApiKeyItems, key_item
 
 router = APIRouter(tags=["admin"])
@@ -33,15 +34,14 @@ def list_api_keys(
     uow: Uow,
     client: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = 100,
-    after_id: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    cursor: CursorParam = None,
 ) -> ApiKeyItems:
     """Every key (of ``client`` only, if given): prefix, scope, client, created, last used,
     expiry, revocation and its state at the engine's clock."""
     now = context(request).clock()
-    found = auth.list_keys(uow.conn, client, after_id=after_id, limit=limit + 1)
-    page = found[:limit]
-    return ApiKeyItems(items=[key_item(k, now) for k in page],
-                       next_after_id=page[-1].id if len(found) > limit else None)
+    found = auth.list_keys(uow.conn, client, after_id=cursor_id(cursor) or 0, limit=limit + 1)
+    items, more, after = page(found, limit, lambda k: k.id)
+    return ApiKeyItems(items=[key_item(k, now) for k in items], has_more=more, next_cursor=after)
 
 
 @router.post("/api-keys", status_code=201, response_model=ApiKeyCreated,

@@ -233,3 +233,20 @@ def test_the_database_keeps_a_revocation_and_a_keys_identity(api: Api) -> None:
     with pytest.raises(sa.exc.DBAPIError), api.engine.begin() as conn:
         conn.execute(sa.text("DELETE FROM api_keys WHERE prefix = :p"), {"p": prefix})
     assert api.call("GET", "/metrics", "sam").status_code == 401
+
+
+def test_the_key_list_pages_as_every_list(api: Api) -> None:
+    every = api.call("GET", "/v1/admin/api-keys", "sam").json()
+    assert (every["has_more"], every["next_cursor"]) == (False, None)
+    assert len(every["items"]) >= 3  # one key per principal of the test app
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        query = "?limit=2" + (f"&cursor={cursor}" if cursor else "")
+        page = api.call("GET", f"/v1/admin/api-keys{query}", "sam").json()
+        seen += [k["id"] for k in page["items"]]
+        assert page["has_more"] is (page["next_cursor"] is not None)
+        if not page["has_more"]:
+            break
+        cursor = page["next_cursor"]
+    assert seen == [k["id"] for k in every["items"]]
