@@ -98,7 +98,7 @@ def create_key(engine: Engine, client_name: str, scope: str, *,
     until ``expires_at`` (None: until revoked), which must be after ``now`` when given."""
     if scope not in SCOPES:
         raise RequestInvalid(f"scope must be one of {', '.join(SCOPES)}")
-    if not _CLIENT.match(client_name):
+    if not _CLIENT.fullmatch(client_name):
         raise RequestInvalid("client names are 1-64 letters, digits and _ . @ -")
     if expires_at is not None:
         if expires_at.tzinfo is None:
@@ -132,7 +132,7 @@ def find_key(conn: Connection, prefix_or_id: str) -> repo.KeyRecord:
     """The key of a public prefix (12 hex digits, or the key itself) or an id
     (ApiKeyNotFound otherwise)."""
     text = prefix_or_id.strip()
-    match = _KEY.match(text)
+    match = _KEY.fullmatch(text)
     if match is not None:
         text = match.group(1)
     found: repo.KeyRecord | None = None
@@ -196,7 +196,7 @@ def authorize(conn: Connection, ctx: ApiContext, credentials: HTTPAuthorizationC
     a wrong secret. ``source`` None (an internal caller): no failure count.
     """
     failures_limit = ctx.rate_limits.auth_failures
-    match = _KEY.match(credentials.credentials) if credentials is not None else None
+    match = _KEY.fullmatch(credentials.credentials) if credentials is not None else None
     if match is None:  # Not counted: no secret was tried (nothing to guess with).
         raise Unauthenticated("a valid API key is required: Authorization: Bearer <key>")
     prefix, secret = match.groups()

@@ -178,7 +178,7 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
     """
     if key is None:
         raise IdempotencyKeyMissing(f"{operation} moves money: send an {HEADER} header")
-    assert _KEY.match(key), "the header parameter's pattern is validated by FastAPI"
+    assert _KEY.fullmatch(key), "the header parameter's pattern is validated by FastAPI"
     ctx = context(request)
     fp = fingerprint(operation, target, body.model_dump(mode="json") if body else None)
     subject = ",".join(f"{k}={v}" for k, v in sorted(target.items()))

@@ -188,10 +188,10 @@ class BalancesFastPath:
         self.ctx = ctx
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = (_BALANCES_PATH.match(scope["path"]) if scope["type"] == "http"
+        match = (_BALANCES_PATH.fullmatch(scope["path"]) if scope["type"] == "http"
                  and scope["method"] == "GET" and not scope.get("query_string")
                  and not scope.get("root_path") else None)
-        if match is None or not _USER_ID.match(user_id := match.group(1)):
+        if match is None or not _USER_ID.fullmatch(user_id := match.group(1)):
             await self.app(scope, receive, send)
             return
         credentials = auth.bearer_credentials(scope["headers"])

@@ -66,7 +66,7 @@ def _require(staff: Session, scope: str, what: str) -> None:
 
 
 def _key(value: str) -> str:
-    if not _KEY.match(value):
+    if not _KEY.fullmatch(value):
         raise RequestInvalid("the form has no valid idempotency key: open the confirmation "
                              "page again")
     return value

@@ -57,7 +57,7 @@ def find(uow: UnitOfWork, chains: ChainsConfig, text: str) -> list[Hit]:
     else:
         if WITHDRAWAL_ID.match(q) and (found := _withdrawal(uow, int(q))) is not None:
             hits.append(found)
-        if not _USER_ID.match(q):
+        if not _USER_ID.fullmatch(q):
             malformed = SearchInvalid(
                 f"{q!r} is not a user id, a reference, an address, a transaction hash or a "
                 "withdrawal id (ids are letters, digits and _ . -)")

@@ -67,10 +67,11 @@ class Console:
         page.wait_for_url(re.compile(r"/console(\?.*)?$"))
         return page
 
-    def shot(self, page: Page, name: str) -> Path:
-        """A full-page screenshot ``name``.png in the screenshots folder."""
+    def shot(self, page: Page, name: str, *, full_page: bool = True) -> Path:
+        """A screenshot ``name``.png in the screenshots folder (of the whole page unless
+        ``full_page`` is false: the viewport only)."""
         path = self.shots / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         return path
 
     def external(self, *, refused_too: bool = True) -> list[str]:
