@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -97,7 +98,10 @@ def run_asgi(app: Any, method: str, path: str, query: bytes = b"", root_path: st
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    asyncio.run(app(scope, receive, send))
+    # In a thread of its own: an earlier test of this worker (Playwright's sync API) may have
+    # left an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, app(scope, receive, send)).result()
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 
