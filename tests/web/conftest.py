@@ -55,7 +55,8 @@ class Console:
                    if "csp" in (request.failure or "").lower() else None)
         self._contexts.append(context)
         page = context.new_page()
-        page.set_default_timeout(15_000)
+        # Generous: on a loaded 2-core machine a first page load has taken over 15 s.
+        page.set_default_timeout(30_000)
         return page
 
     def sign_in(self, who: str, page: Page | None = None) -> Page:
