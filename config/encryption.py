@@ -8,8 +8,9 @@ dump, a backup or a replica holds only ciphertext: without the KEK it cannot sig
 nor forge a console session.
 
 - The KEK: ``CUSTODY_SECRETS_KEY``, base64 of 32 random bytes (``openssl rand -base64 32``),
-  read from the environment only (never a settings file, never logged). Its id is derived from
-  it (16 hex digits of a SHA-256), so that a stored value names the key that opens it.
+  read from the environment only (never a settings file, never logged), or from the file
+  that ``CUSTODY_SECRETS_KEY_FILE`` names (a mounted secret). Its id is derived from it (16
+  hex digits of a SHA-256), so that a stored value names the key that opens it.
 - Rotation without downtime: set the new key as ``CUSTODY_SECRETS_KEY`` and the previous one
   as ``CUSTODY_SECRETS_KEY_OLD`` on every process; both open, new values are sealed under the
   new one, and ``custody secrets rotate-key`` re-wraps every stored data key under the new KEK
@@ -20,7 +21,7 @@ nor forge a console session.
   row, or another table, does not open there.
 - Without ``CUSTODY_SECRETS_KEY``: a deployment on a configured database
   (``CUSTODY_DATABASE_URL``) refuses to start (``configuration_invalid``); the embedded
-  development database (``make demo``, the tests) uses a key file beside its data directory
+  development database (``make demo``) uses a key file beside its data directory
   (``var/pg-secrets.key``, mode 0600, generated on first use, and said so in a warning line):
   outside the database, so that a dump of it holds no usable secret there either.
 
@@ -47,6 +48,8 @@ from config.errors import ConfigurationInvalid
 
 KEY_ENV = "CUSTODY_SECRETS_KEY"
 OLD_KEY_ENV = "CUSTODY_SECRETS_KEY_OLD"
+#: A file holding the key instead (a mounted secret, or the development key file).
+KEY_FILE_ENV = "CUSTODY_SECRETS_KEY_FILE"
 #: The version tag every sealed token starts with.
 TOKEN_PREFIX = "cs1"
 KEY_BYTES = 32
@@ -217,13 +220,21 @@ def load_keyring(environ: Mapping[str, str], *, database_url: str, data_dir: Pat
     """The keyring of a process with ``environ`` and these settings (see the module's
     docstring); ConfigurationInvalid in one line if it cannot have one."""
     given = environ.get(KEY_ENV, "").strip()
+    key_file = environ.get(KEY_FILE_ENV, "").strip()
     if given:
         current = parse_key(given, KEY_ENV)
+    elif key_file:
+        try:
+            text = Path(key_file).read_text()
+        except OSError as exc:
+            raise ConfigurationInvalid(f"setting {KEY_FILE_ENV}: cannot read {key_file}: "
+                                       f"{exc.strerror}") from None
+        current = parse_key(text, f"{KEY_FILE_ENV} ({key_file})")
     elif database_url:
         raise ConfigurationInvalid(
             f"setting {KEY_ENV}: required with CUSTODY_DATABASE_URL (base64 of 32 random "
-            "bytes, e.g. `openssl rand -base64 32`): webhook and console secrets are stored "
-            "encrypted under it")
+            f"bytes, e.g. `openssl rand -base64 32`; or {KEY_FILE_ENV} naming a file holding "
+            "it): webhook and console secrets are stored encrypted under it")
     else:
         current = _dev_key(dev_key_file(data_dir))
     old_given = environ.get(OLD_KEY_ENV, "").strip()
@@ -234,7 +245,7 @@ def load_keyring(environ: Mapping[str, str], *, database_url: str, data_dir: Pat
 
 
 _lock = threading.Lock()
-_keyrings: dict[tuple[str, str, str, str], Keyring] = {}
+_keyrings: dict[tuple[str, str, str, str, str], Keyring] = {}
 
 
 def keyring() -> Keyring:
@@ -244,7 +255,8 @@ def keyring() -> Keyring:
 
     settings = get_settings()
     cache_key = (os.environ.get(KEY_ENV, ""), os.environ.get(OLD_KEY_ENV, ""),
-                 settings.database_url, str(settings.data_dir))
+                 os.environ.get(KEY_FILE_ENV, ""), settings.database_url,
+                 str(settings.data_dir))
     with _lock:
         found = _keyrings.get(cache_key)
         if found is None:
@@ -255,4 +267,24 @@ def keyring() -> Keyring:
 
     register_secret(cache_key[0])
     register_secret(cache_key[1])
+    register_secret(base64.b64encode(found.current.key).decode())
     return found
+
+
+def use_dev_key_file() -> Path | None:
+    """For the development tools (``custody demo``): unless this process has a key
+    (``CUSTODY_SECRETS_KEY`` or ``CUSTODY_SECRETS_KEY_FILE``), use the development key file of
+    the embedded data directory (generated if needed), named in ``CUSTODY_SECRETS_KEY_FILE``
+    for this process and the shells it tells how to reach it, even on a configured database.
+    The file's path (None: the process has a key of its own)."""
+    from config.settings import get_settings
+
+    if os.environ.get(KEY_ENV, "").strip():
+        return None
+    given = os.environ.get(KEY_FILE_ENV, "").strip()
+    if given:
+        return Path(given).resolve()
+    path = dev_key_file(get_settings().data_dir)
+    _dev_key(path)
+    os.environ[KEY_FILE_ENV] = str(path)
+    return path
