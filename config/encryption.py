@@ -259,15 +259,18 @@ def keyring() -> Keyring:
                  str(settings.data_dir))
     with _lock:
         found = _keyrings.get(cache_key)
-        if found is None:
-            found = load_keyring(os.environ, database_url=settings.database_url,
-                                 data_dir=settings.data_dir)
-            _keyrings[cache_key] = found
+        if found is not None:
+            return found
+        found = load_keyring(os.environ, database_url=settings.database_url,
+                             data_dir=settings.data_dir)
+        _keyrings[cache_key] = found
     from config.logging import register_secret
 
-    register_secret(cache_key[0])
-    register_secret(cache_key[1])
-    register_secret(base64.b64encode(found.current.key).decode())
+    # Never in a log line, whatever logs it (the key file's too).
+    for kek in (found.current, found.old):
+        if kek is not None:
+            register_secret(base64.b64encode(kek.key).decode())
+            register_secret(kek.key.hex())
     return found
 
 
