@@ -11,6 +11,9 @@ capital, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), sweeps b
 addresses to the hot wallet (the USDC after a gas top-up from the hot wallet is final), and
 shows the holdings of all our addresses against custody + treasury, the treasury, each user's
 balances, the reorged deposit's timeline and the signed webhooks a local receiver got.
+Without ``CUSTODY_SECRETS_KEY`` the webhook and console secrets are sealed under the development
+key file beside the embedded data directory (``var/pg-secrets.key``, generated once, said so in a
+warning line), which the export lines name for another shell.
 The API then stays up (URL, docs URL and a demo API key printed) until Ctrl-C, which stops
 everything the demo started. Each run starts from a fresh database and a fresh chain, so a
 second run works like the first.
