@@ -190,10 +190,14 @@ def create_app_from_settings(settings: Settings | None = None,
     from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
     from config.database import get_engine
+    from config.encryption import keyring
     from config.logging import ensure_logging, register_configured_secrets
 
     ensure_logging()
 
+    # A deployment without its secrets key refuses to start (one line), rather than failing
+    # at its first webhook delivery or console sign-in.
+    keyring()
     chains = load_chains_config(config_path)
     wcfg = load_withdrawals_if_present(chains, config_path)
     scfg = load_sweeps_if_present(chains, wcfg, config_path)

@@ -348,6 +348,10 @@ from api.cli_addresses import addresses_app  # noqa: E402
 
 app.add_typer(addresses_app, name="addresses")  # addresses assign/list
 
+from api.cli_secrets import secrets_app  # noqa: E402
+
+app.add_typer(secrets_app, name="secrets")  # secrets rotate-key/status
+
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""

@@ -84,8 +84,10 @@ def _scheduler(config: str | None, interval_s: float | None, only: list[str] | N
                                         SweepsConfig | None]:
     from api.jobs import Intervals, Scheduler, build_jobs
     from config.database import get_engine
+    from config.encryption import keyring
     from config.reconcile import load_reconcile_config
 
+    keyring()  # No secrets key: refuse to start (the webhook deliveries need it).
     chains, wcfg = load_configs(config, required=required)
     scfg = load_sweeps(config, chains, wcfg)
     intervals = Intervals.uniform(interval_s) if interval_s else Intervals()

@@ -14,6 +14,8 @@ and bad input leaves nothing behind. A claim left ``in_progress`` by a process t
 over after ``stale_s`` seconds; the operations are idempotent themselves (withdrawal request key,
 ledger idempotency key, one vote per person), so running one again cannot move money twice.
 Completed records are kept at least 24 hours (``cleanup`` refuses less, and so does a trigger).
+An answer that carries a secret (``sealed``: a new webhook signing secret) is stored sealed
+under the secrets key (``config.encryption``), for that client, operation and key only.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from api.problems import (
 )
 from api.repository import idempotency as repo
 from api.routes.deps import IDEMPOTENCY_RETENTION_S, context
+from config.encryption import keyring, purpose_of_answer
 from config.errors import CustodyError
 from config.uow import UnitOfWork
 
@@ -170,11 +173,12 @@ Work = Callable[[str], tuple[int, BaseModel]]
 
 def run(request: Request, principal: Principal, key: str | None, operation: str,
         target: Mapping[str, Any], body: BaseModel | None, work: Work, *,
-        audited: bool = False) -> JSONResponse:
+        audited: bool = False, sealed: bool = False) -> JSONResponse:
     """Run ``work(key)`` at most once per (client, operation, key) and answer with its response.
 
     ``work`` returns (status, response model). With ``audited``, the action (first run, replay
-    or failure) is appended to the audit trail.
+    or failure) is appended to the audit trail. With ``sealed`` (the answer carries a secret),
+    the stored answer is sealed under the secrets key.
     """
     if key is None:
         raise IdempotencyKeyMissing(f"{operation} moves money: send an {HEADER} header")
@@ -186,6 +190,9 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
                    stale_s=ctx.idempotency_stale_s, method=request.method,
                    path=request.url.path[:2000])
     if stored is not None:
+        if sealed:
+            stored = StoredResponse(stored.status, keyring().open(
+                stored.body, purpose_of_answer(principal.client_id, operation, key)))
         if audited:
             audit(ctx.engine, request, principal, operation, subject, stored.status,
                   {"idempotency_key": key, "replayed": True})
@@ -202,7 +209,10 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
         raise
     response = JSONResponse(model.model_dump(mode="json"), status_code=status)
     # Stored as the exact bytes sent, so that a replay is byte-identical.
-    complete(ctx.engine, principal.client_id, operation, key, status, bytes(response.body).decode())
+    sent = bytes(response.body).decode()
+    if sealed:
+        sent = keyring().seal(sent, purpose_of_answer(principal.client_id, operation, key))
+    complete(ctx.engine, principal.client_id, operation, key, status, sent)
     if audited:
         audit(ctx.engine, request, principal, operation, subject, status,
               {"idempotency_key": key})

@@ -12,6 +12,9 @@ database transaction as the change they describe. This module delivers them:
   with the endpoint's secret; ``verify_signature`` is what a receiver runs. For 24 hours after a
   rotation (``rotate_endpoint``) the header carries a second ``v1=`` made with the old secret
   (``t=...,v1=<new>,v1=<old>``): a receiver still on the old secret keeps verifying.
+- Secrets at rest: an endpoint's secrets are stored sealed for that endpoint
+  (``config.encryption``, under ``CUSTODY_SECRETS_KEY``): a dump of the database cannot sign.
+  They are opened only here, to sign a delivery, and shown only in the answer that made them.
 - Payloads: ``event_body`` renders an event in the version it was written in (``version`` 2:
   the API's shapes, ``api.schemas_events``; 1: the first flat shape, byte for byte as it was
   delivered then).
@@ -47,6 +50,7 @@ from api.repository.outbox import AttemptLog, DueDelivery
 from api.repository.outbox import EndpointRow as EndpointRow  # re-exported for the routes
 from api.repository.outbox import StoredEvent as StoredEvent  # re-exported for the routes
 from api.schemas_events import EVENT_TYPES
+from config.encryption import keyring, purpose_of_endpoint
 from config.errors import CustodyError
 from config.uow import UnitOfWork
 
@@ -231,11 +235,21 @@ def set_endpoint(engine: Engine, client_name: str, url: str, *, alerts: bool = F
     given. Returns the endpoint with its secret (show it to the client once)."""
     secret = _check_endpoint(url, secret)
     types = check_event_types(event_types)
+    keys = keyring()
     with UnitOfWork(engine) as uow:
         client_id = clients_repo.client_id(uow.conn, client_name)
         if client_id is None:
             raise ClientNotFound(f"no API client named {client_name!r}")
-        endpoint_id = repo.set_client_endpoint(uow.conn, client_id, url, secret, alerts, types)
+        endpoint_id = repo.newest_endpoint_id(uow.conn, client_id)
+        if endpoint_id is None:
+            endpoint_id = repo.next_endpoint_id(uow.conn)
+            repo.insert_endpoint(uow.conn, endpoint_id, client_id, url,
+                                 keys.seal(secret, purpose_of_endpoint(endpoint_id)), alerts,
+                                 types)
+        else:
+            repo.replace_endpoint(uow.conn, endpoint_id, url,
+                                  keys.seal(secret, purpose_of_endpoint(endpoint_id)), alerts,
+                                  types)
         uow.commit()
     return Endpoint(endpoint_id, client_name, url, secret, alerts, types)
 
@@ -249,7 +263,9 @@ def create_endpoint(uow: UnitOfWork, client_name: str, url: str, *, alerts: bool
     client_id = clients_repo.client_id(uow.conn, client_name)
     if client_id is None:
         raise ClientNotFound(f"no API client named {client_name!r}")
-    endpoint_id = repo.insert_endpoint(uow.conn, client_id, url, secret, alerts, types)
+    endpoint_id = repo.next_endpoint_id(uow.conn)
+    repo.insert_endpoint(uow.conn, endpoint_id, client_id, url,
+                         keyring().seal(secret, purpose_of_endpoint(endpoint_id)), alerts, types)
     row = repo.get_endpoint(uow.conn, endpoint_id)
     assert row is not None
     return row, secret
@@ -281,7 +297,9 @@ def rotate_endpoint(uow: UnitOfWork, endpoint_id: int, now: datetime) -> tuple[E
     if row.disabled_at is not None:
         raise WebhookEndpointDisabled(f"webhook endpoint {endpoint_id} is disabled")
     secret = new_secret()
-    repo.rotate_secret(uow.conn, endpoint_id, secret, now, now + ROTATION_OVERLAP)
+    repo.rotate_secret(uow.conn, endpoint_id,
+                       keyring().seal(secret, purpose_of_endpoint(endpoint_id)), now,
+                       now + ROTATION_OVERLAP)
     rotated = repo.get_endpoint(uow.conn, endpoint_id)
     assert rotated is not None
     return rotated, secret
@@ -348,7 +366,7 @@ def _send(http: httpx.Client, c: DueDelivery, clock: Callable[[], float]) -> tup
                                                                                      str | None]:
     timestamp = int(clock())
     body = event_body(c.event_id, c.event_type, c.created_at, c.payload, c.version)
-    signing = [c.secret] if c.previous_secret is None else [c.secret, c.previous_secret]
+    signing = _signing_secrets(c)
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                SIGNATURE_HEADER: signature_header(signing, timestamp, body),
                EVENT_ID_HEADER: c.event_id, EVENT_TYPE_HEADER: c.event_type,
@@ -360,6 +378,15 @@ def _send(http: httpx.Client, c: DueDelivery, clock: Callable[[], float]) -> tup
     if 200 <= response.status_code < 300:
         return response.status_code, None
     return response.status_code, f"HTTP {response.status_code}"
+
+
+def _signing_secrets(c: DueDelivery) -> list[str]:
+    """The delivery's signing secrets in clear (the current first), opened for its endpoint;
+    SecretUnreadable (the job step stops, an operator sees it) without the key they need."""
+    keys, purpose = keyring(), purpose_of_endpoint(c.endpoint_id)
+    sealed = [c.secret_sealed] + ([] if c.previous_secret_sealed is None
+                                  else [c.previous_secret_sealed])
+    return [keys.open(s, purpose) for s in sealed]
 
 
 def _record(engine: Engine, c: DueDelivery, status: int | None, error: str | None,

@@ -39,6 +39,43 @@ BLOCK_TAGS = frozenset({"latest", "earliest", "pending", "safe", "finalized"})
 BlockId = int | str
 
 
+def shown_url(url: str) -> str:
+    """``url`` as messages show it: scheme, host and port only. Node providers put the API
+    key in the path or the query (and basic credentials in the user info), so neither is ever
+    shown: ``https://eth.example.com/v3/<key>`` is ``https://eth.example.com/[redacted]``."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "[redacted url]"
+    if ":" in host:
+        host = f"[{host}]"
+    hidden = "/[redacted]" if (parts.path.strip("/") or parts.query or parts.fragment or
+                               parts.username or parts.password) else ""
+    return f"{parts.scheme}://{host}{port}{hidden}"
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """``text`` (a transport error's message) without ``url``'s secret parts: the whole URL,
+    its path and query (as urllib3 prints them: ``url: /v3/<key>``) and its user info."""
+    from urllib.parse import urlsplit
+
+    text = text.replace(url, shown_url(url))
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return text
+    for secret in (parts.path + (f"?{parts.query}" if parts.query else ""), parts.path,
+                   parts.query, parts.password, parts.username):
+        if secret and secret.strip("/"):
+            text = text.replace(secret, "/[redacted]" if secret.startswith("/")
+                                else "[redacted]")
+    return text
+
+
 class _Transient(Exception):
     """A transport failure that a retry may fix (internal: surfaces as RpcUnavailable)."""
 
@@ -145,7 +182,8 @@ class RpcClient:
                 headers={"Content-Type": "application/json"},
             )
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+            # Without the cause: its message names the URL (with a provider's API key).
+            raise _Transient(_scrubbed(f"{type(exc).__name__}: {exc}", self.url)) from None
         if response.status_code in RETRYABLE_HTTP_STATUSES:
             raise _Transient(f"HTTP {response.status_code}")
         try:
@@ -157,7 +195,7 @@ class RpcClient:
 
     def _unavailable(self, last: str) -> RpcUnavailable:
         return RpcUnavailable(
-            f"{self.url}: no answer after {self.retries_max + 1} attempts ({last})"
+            f"{shown_url(self.url)}: no answer after {self.retries_max + 1} attempts ({last})"
         )
 
     @staticmethod

@@ -11,6 +11,9 @@ capital, withdraws 30 USDC (settled with a 0.40 fee and 1.60 refunded), sweeps b
 addresses to the hot wallet (the USDC after a gas top-up from the hot wallet is final), and
 shows the holdings of all our addresses against custody + treasury, the treasury, each user's
 balances, the reorged deposit's timeline and the signed webhooks a local receiver got.
+Without ``CUSTODY_SECRETS_KEY`` the webhook and console secrets are sealed under the development
+key file beside the embedded data directory (``var/pg-secrets.key``, generated once, said so in a
+warning line), which the export lines name for another shell.
 The API then stays up (URL, docs URL and a demo API key printed) until Ctrl-C, which stops
 everything the demo started. Each run starts from a fresh database and a fresh chain, so a
 second run works like the first.
@@ -106,6 +109,7 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     from api.outbox import set_endpoint
     from config.chains import parse_chains_config
     from config.database import make_engine
+    from config.encryption import use_dev_key_file
     from config.sweeps import parse_sweeps_config
     from config.withdrawals import parse_withdrawals_config
     from devtools.anvil import DEV_MNEMONIC
@@ -123,6 +127,9 @@ def _run(console: Console, url: str, chain: Any, port: int, stop: threading.Even
     scfg = parse_sweeps_config(data, chains, wcfg)
     os.environ[HOT_KEY_ENV] = chain.hot_key  # a throwaway dev key, read from the environment
     os.environ[MNEMONIC_ENV] = DEV_MNEMONIC  # the sweeper signs for the deposit addresses
+    # The webhook and console secrets are sealed under CUSTODY_SECRETS_KEY if set, else under
+    # the development key file beside the embedded data directory (said so once).
+    use_dev_key_file()
     engine = make_engine(url)
     started.append(engine.dispose)
     key = create_key(engine, "demo", "client").key
@@ -193,6 +200,7 @@ def export_lines(url: str, config: Path, hot_key: str) -> list[str]:
 
     import sqlalchemy as sa
 
+    from config.encryption import KEY_FILE_ENV, use_dev_key_file
     from devtools.anvil import DEV_MNEMONIC
     from devtools.e2e import HOT_KEY_ENV, MNEMONIC_ENV
 
@@ -200,6 +208,11 @@ def export_lines(url: str, config: Path, hot_key: str) -> list[str]:
     shown = parsed.render_as_string(hide_password=bool(parsed.password))
     values = {"CUSTODY_DATABASE_URL": shown, "CUSTODY_CONFIG": str(config.resolve()),
               HOT_KEY_ENV: hot_key, MNEMONIC_ENV: DEV_MNEMONIC}
+    # The webhook and console secrets are sealed under the development key file (never the key
+    # itself in the output); a CUSTODY_SECRETS_KEY of the user's is theirs to set.
+    key_file = use_dev_key_file()
+    if key_file is not None:
+        values[KEY_FILE_ENV] = str(key_file)
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 

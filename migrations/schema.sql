@@ -2974,10 +2974,10 @@ ALTER SEQUENCE public.cold_transfers_id_seq OWNED BY public.cold_transfers.id;
 
 CREATE TABLE public.console_secrets (
     id smallint NOT NULL,
-    secret text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    secret_sealed text NOT NULL,
     CONSTRAINT console_secrets_id_check CHECK ((id = 1)),
-    CONSTRAINT console_secrets_secret_check CHECK ((length(secret) >= 43))
+    CONSTRAINT console_secrets_secret_sealed_check CHECK ((secret_sealed ~ '^cs1\.[0-9a-f]{16}\.[A-Za-z0-9_-]{80}\.[A-Za-z0-9_-]{38,}$'::text))
 );
 
 
@@ -2987,7 +2987,14 @@ ALTER TABLE public.console_secrets OWNER TO CURRENT_USER;
 -- Name: TABLE console_secrets; Type: COMMENT; Schema: public; Owner: CURRENT_USER
 --
 
-COMMENT ON TABLE public.console_secrets IS 'The signing key of the console''s session cookies (one row, never changed).';
+COMMENT ON TABLE public.console_secrets IS 'The signing key of the console''s session cookies (one row; its value never changes, its sealing is re-wrapped when the secrets key rotates).';
+
+
+--
+-- Name: COLUMN console_secrets.secret_sealed; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.console_secrets.secret_sealed IS 'The cookie signing key, sealed (config.encryption, bound to this row): re-wrapped under a new CUSTODY_SECRETS_KEY by custody secrets rotate-key, its value never changes.';
 
 
 --
@@ -4854,19 +4861,19 @@ CREATE TABLE public.webhook_endpoints (
     id bigint NOT NULL,
     client_id bigint NOT NULL,
     url text NOT NULL,
-    secret text NOT NULL,
     alerts boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     disabled_at timestamp with time zone,
     event_types text[],
-    previous_secret text,
     previous_secret_expires_at timestamp with time zone,
     rotated_at timestamp with time zone,
+    secret_sealed text NOT NULL,
+    previous_secret_sealed text,
     CONSTRAINT webhook_endpoints_event_types_check CHECK (((event_types IS NULL) OR ((cardinality(event_types) >= 1) AND (cardinality(event_types) <= 100)))),
-    CONSTRAINT webhook_endpoints_previous_secret_check CHECK (((length(previous_secret) >= 32) AND (length(previous_secret) <= 200))),
-    CONSTRAINT webhook_endpoints_previous_secret_pair CHECK (((previous_secret IS NULL) = (previous_secret_expires_at IS NULL))),
-    CONSTRAINT webhook_endpoints_secret_check CHECK (((length(secret) >= 32) AND (length(secret) <= 200))),
+    CONSTRAINT webhook_endpoints_previous_secret_pair CHECK (((previous_secret_sealed IS NULL) = (previous_secret_expires_at IS NULL))),
+    CONSTRAINT webhook_endpoints_previous_secret_sealed_check CHECK ((previous_secret_sealed ~ '^cs1\.[0-9a-f]{16}\.[A-Za-z0-9_-]{80}\.[A-Za-z0-9_-]{38,}$'::text)),
+    CONSTRAINT webhook_endpoints_secret_sealed_check CHECK ((secret_sealed ~ '^cs1\.[0-9a-f]{16}\.[A-Za-z0-9_-]{80}\.[A-Za-z0-9_-]{38,}$'::text)),
     CONSTRAINT webhook_endpoints_url_check CHECK (((url ~ '^https?://[^[:space:]]+$'::text) AND (length(url) <= 2000)))
 );
 
@@ -4878,13 +4885,6 @@ ALTER TABLE public.webhook_endpoints OWNER TO CURRENT_USER;
 --
 
 COMMENT ON TABLE public.webhook_endpoints IS 'Where each API client receives its events (one URL per client) and the secret its deliveries are signed with (HMAC-SHA256 over timestamp and body).';
-
-
---
--- Name: COLUMN webhook_endpoints.secret; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON COLUMN public.webhook_endpoints.secret IS 'Signing secret shared with the client; needed in clear to sign, so only the application role may read it.';
 
 
 --
@@ -4902,10 +4902,17 @@ COMMENT ON COLUMN public.webhook_endpoints.event_types IS 'The event types this 
 
 
 --
--- Name: COLUMN webhook_endpoints.previous_secret; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+-- Name: COLUMN webhook_endpoints.secret_sealed; Type: COMMENT; Schema: public; Owner: CURRENT_USER
 --
 
-COMMENT ON COLUMN public.webhook_endpoints.previous_secret IS 'The secret before the last rotation: deliveries are signed with both until previous_secret_expires_at (24 hours after the rotation).';
+COMMENT ON COLUMN public.webhook_endpoints.secret_sealed IS 'The signing secret shared with the client, sealed (config.encryption: AES-256-GCM under a data key wrapped by CUSTODY_SECRETS_KEY, bound to this endpoint''s id): a dump cannot sign.';
+
+
+--
+-- Name: COLUMN webhook_endpoints.previous_secret_sealed; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.webhook_endpoints.previous_secret_sealed IS 'The secret before the last rotation, sealed as secret_sealed: deliveries are signed with both until previous_secret_expires_at (24 hours after the rotation).';
 
 
 --
@@ -6763,7 +6770,14 @@ CREATE TRIGGER cold_transfers_id_fixed BEFORE UPDATE OF id ON public.cold_transf
 -- Name: console_secrets console_secrets_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
-CREATE TRIGGER console_secrets_append_only BEFORE DELETE OR UPDATE ON public.console_secrets FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+CREATE TRIGGER console_secrets_append_only BEFORE DELETE ON public.console_secrets FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: console_secrets console_secrets_identity; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER console_secrets_identity BEFORE UPDATE ON public.console_secrets FOR EACH ROW WHEN (((new.id IS DISTINCT FROM old.id) OR (new.created_at IS DISTINCT FROM old.created_at))) EXECUTE FUNCTION public.ledger_refuse_change();
 
 
 --
@@ -8279,6 +8293,13 @@ GRANT USAGE ON SEQUENCE public.cold_transfers_id_seq TO custody_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.console_secrets TO custody_app;
+
+
+--
+-- Name: COLUMN console_secrets.secret_sealed; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(secret_sealed) ON TABLE public.console_secrets TO custody_app;
 
 
 --

@@ -4,6 +4,10 @@ One embedded server (pgserver) starts per pytest worker; migrations run once int
 database, and each test gets ``CREATE DATABASE ... TEMPLATE`` (a real, isolated, migrated
 database) that is dropped afterwards. Set ``CUSTODY_TEST_DATABASE_URL`` to use another server
 (its login must be allowed to create databases and the custody_app role).
+
+The stored secrets are sealed under ``TEST_SECRETS_KEY`` (``CUSTODY_SECRETS_KEY``, set for
+this process and every process a test starts, unless the environment sets one): a test's
+``CUSTODY_DATABASE_URL`` is a configured database, which needs the key.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from tests.support.browser import chromium
 
 TEMPLATE = "custody_template"
 _counter = itertools.count()
+#: The secrets key of the test processes (base64 of 32 bytes; a test value, never a real one).
+TEST_SECRETS_KEY = "dGVzdC1zZWNyZXRzLWtleS0zMi1ieXRlcy1sb25nISE="
+os.environ.setdefault("CUSTODY_SECRETS_KEY", TEST_SECRETS_KEY)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -14,15 +14,36 @@ from api.repository.clients import UserRecord
 # --- the signing secret ---------------------------------------------------------------------
 
 
-def signing_secret(conn: Connection, candidate: str, now: datetime) -> str:
-    """The console's signing secret: the stored one, else ``candidate``, stored (the first
-    process to ask wins; every other process reads the same row)."""
-    conn.execute(sa.text("INSERT INTO console_secrets (id, secret, created_at) "
+def signing_secret(conn: Connection, candidate_sealed: str, now: datetime) -> str:
+    """The console's signing secret, sealed: the stored one, else ``candidate_sealed``, stored
+    (the first process to ask wins; every other process reads the same row)."""
+    conn.execute(sa.text("INSERT INTO console_secrets (id, secret_sealed, created_at) "
                          "VALUES (1, :s, :n) ON CONFLICT (id) DO NOTHING"),
-                 {"s": candidate, "n": now})
-    secret: str = conn.execute(sa.text("SELECT secret FROM console_secrets WHERE id = 1")
-                               ).scalar_one()
-    return secret
+                 {"s": candidate_sealed, "n": now})
+    sealed: str = conn.execute(sa.text(
+        "SELECT secret_sealed FROM console_secrets WHERE id = 1")).scalar_one()
+    return sealed
+
+
+def sealed_signing_secret(conn: Connection) -> str | None:
+    """The console's signing secret as stored (sealed), locked FOR UPDATE; None: not made
+    yet."""
+    sealed: str | None = conn.execute(sa.text(
+        "SELECT secret_sealed FROM console_secrets WHERE id = 1 FOR UPDATE")).scalar()
+    return sealed
+
+
+def signing_secret_stored(conn: Connection) -> str | None:
+    """The console's signing secret as stored (sealed), unlocked; None: not made yet."""
+    sealed: str | None = conn.execute(sa.text(
+        "SELECT secret_sealed FROM console_secrets WHERE id = 1")).scalar()
+    return sealed
+
+
+def rewrap_signing_secret(conn: Connection, sealed: str) -> None:
+    """Store the console's signing secret re-wrapped under a new secrets key (same value)."""
+    conn.execute(sa.text("UPDATE console_secrets SET secret_sealed = :s WHERE id = 1"),
+                 {"s": sealed})
 
 
 # --- sessions -------------------------------------------------------------------------------

@@ -90,3 +90,25 @@ def delete_older_than(conn: Connection, retention_s: int) -> int:
         "DELETE FROM api_idempotency WHERE created_at < now() - make_interval(secs => :s)"),
         {"s": retention_s})
     return int(result.rowcount)
+
+
+def sealed_answers_elsewhere(conn: Connection, key_id: str,
+                             limit: int) -> list[tuple[int, str, str, str]]:
+    """(client, operation, key, sealed body) of up to ``limit`` stored answers sealed under
+    another key than ``key_id`` (the answers that carry a secret)."""
+    rows = conn.execute(sa.text(
+        "SELECT client_id, operation, key, response_body FROM api_idempotency "
+        "WHERE response_body LIKE 'cs1.%' AND response_body NOT LIKE :p "
+        "ORDER BY client_id, operation, key LIMIT :n"),
+        {"p": f"cs1.{key_id}.%", "n": limit}).all()
+    return [(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+
+def rewrap_answer(conn: Connection, client: int, operation: str, key: str, was: str,
+                  sealed: str) -> bool:
+    """Store a stored answer re-wrapped under a new secrets key, if it is still ``was``."""
+    result = conn.execute(sa.text(
+        "UPDATE api_idempotency SET response_body = :s WHERE client_id = :c AND operation = :o "
+        "AND key = :k AND response_body = :w"),
+        {"s": sealed, "c": client, "o": operation, "k": key, "w": was})
+    return bool(result.rowcount)

@@ -16,30 +16,40 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 
-def set_client_endpoint(conn: Connection, client: int, url: str, secret: str, alerts: bool,
-                        event_types: Sequence[str] | None) -> int:
-    """Set (or replace, and re-enable) the client's newest endpoint, or create its first; its
-    id. What ``custody webhooks endpoint`` does (the admin API creates new endpoints)."""
-    updated = conn.execute(sa.text(
-        "UPDATE webhook_endpoints SET url = :u, secret = :s, alerts = :a, event_types = :t, "
-        "updated_at = now(), disabled_at = NULL, previous_secret = NULL, "
-        "previous_secret_expires_at = NULL WHERE id = (SELECT max(id) FROM webhook_endpoints "
-        "WHERE client_id = :c) RETURNING id"),
-        {"c": client, "u": url, "s": secret, "a": alerts,
-         "t": None if event_types is None else list(event_types)}).scalar()
-    if updated is not None:
-        return int(updated)
-    return insert_endpoint(conn, client, url, secret, alerts, event_types)
+def newest_endpoint_id(conn: Connection, client: int) -> int | None:
+    """The id of the client's newest endpoint, its row locked FOR UPDATE (None: it has none)."""
+    # The row lock: two `custody webhooks endpoint` runs at once would both replace it.
+    found = conn.execute(sa.text(
+        "SELECT id FROM webhook_endpoints WHERE id = (SELECT max(id) FROM webhook_endpoints "
+        "WHERE client_id = :c) FOR UPDATE"), {"c": client}).scalar()
+    return None if found is None else int(found)
 
 
-def insert_endpoint(conn: Connection, client: int, url: str, secret: str, alerts: bool,
-                    event_types: Sequence[str] | None) -> int:
-    """A new endpoint of the client; its id."""
-    return int(conn.execute(sa.text(
-        "INSERT INTO webhook_endpoints (client_id, url, secret, alerts, event_types) "
-        "VALUES (:c, :u, :s, :a, :t) RETURNING id"),
-        {"c": client, "u": url, "s": secret, "a": alerts,
-         "t": None if event_types is None else list(event_types)}).scalar_one())
+def replace_endpoint(conn: Connection, endpoint_id: int, url: str, secret_sealed: str,
+                     alerts: bool, event_types: Sequence[str] | None) -> None:
+    """Replace (and re-enable) an endpoint: new URL, secret (sealed) and subscriptions; no
+    previous secret. What ``custody webhooks endpoint`` does to a client's newest one."""
+    conn.execute(sa.text(
+        "UPDATE webhook_endpoints SET url = :u, secret_sealed = :s, alerts = :a, "
+        "event_types = :t, updated_at = now(), disabled_at = NULL, "
+        "previous_secret_sealed = NULL, previous_secret_expires_at = NULL WHERE id = :id"),
+        {"id": endpoint_id, "u": url, "s": secret_sealed, "a": alerts,
+         "t": None if event_types is None else list(event_types)})
+
+
+def next_endpoint_id(conn: Connection) -> int:
+    """An id for a new endpoint (taken before the insert: its secret is sealed for it)."""
+    return int(conn.execute(sa.text("SELECT nextval('webhook_endpoints_id_seq')")).scalar_one())
+
+
+def insert_endpoint(conn: Connection, endpoint_id: int, client: int, url: str,
+                    secret_sealed: str, alerts: bool, event_types: Sequence[str] | None) -> None:
+    """A new endpoint ``endpoint_id`` (from ``next_endpoint_id``) of the client."""
+    conn.execute(sa.text(
+        "INSERT INTO webhook_endpoints (id, client_id, url, secret_sealed, alerts, event_types) "
+        "VALUES (:id, :c, :u, :s, :a, :t)"),
+        {"id": endpoint_id, "c": client, "u": url, "s": secret_sealed, "a": alerts,
+         "t": None if event_types is None else list(event_types)})
 
 
 @dataclass(frozen=True)
@@ -83,14 +93,16 @@ def get_endpoint(conn: Connection, endpoint_id: int, *, lock: bool = False) -> E
     return None if row is None else EndpointRow(*row)
 
 
-def rotate_secret(conn: Connection, endpoint_id: int, secret: str, now: datetime,
+def rotate_secret(conn: Connection, endpoint_id: int, secret_sealed: str, now: datetime,
                   overlap_until: datetime) -> None:
-    """The new secret; the current one stays valid (signing too) until ``overlap_until``. A
-    rotation during an overlap drops the oldest secret (two at most)."""
+    """The new secret (sealed); the current one stays valid (signing too) until
+    ``overlap_until``. A rotation during an overlap drops the oldest secret (two at most). Both
+    are sealed for the endpoint (not for a column), so the current one moves as it is."""
     conn.execute(sa.text(
-        "UPDATE webhook_endpoints SET previous_secret = secret, "
-        "previous_secret_expires_at = :until, secret = :s, rotated_at = :now, updated_at = :now "
-        "WHERE id = :id"), {"id": endpoint_id, "s": secret, "now": now, "until": overlap_until})
+        "UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, "
+        "previous_secret_expires_at = :until, secret_sealed = :s, rotated_at = :now, "
+        "updated_at = :now WHERE id = :id"),
+        {"id": endpoint_id, "s": secret_sealed, "now": now, "until": overlap_until})
 
 
 def disable_endpoint(conn: Connection, endpoint_id: int, now: datetime) -> None:
@@ -106,15 +118,17 @@ class DueDelivery:
 
     delivery_id: int
     attempt_no: int
+    endpoint_id: int
     url: str
-    secret: str
+    #: The endpoint's signing secret, sealed (``config.encryption``).
+    secret_sealed: str
     event_id: str
     event_type: str
     created_at: datetime
     payload: dict[str, Any]
     version: int = 1
-    #: The secret before a rotation, while it is still valid (then both sign).
-    previous_secret: str | None = None
+    #: The secret before a rotation (sealed), while it is still valid (then both sign).
+    previous_secret_sealed: str | None = None
 
 
 def claim_due(conn: Connection, now: datetime, batch_max: int,
@@ -132,14 +146,16 @@ def claim_due(conn: Connection, now: datetime, batch_max: int,
         "  next_attempt_at = :lease, first_attempt_at = coalesce(d.first_attempt_at, :now) "
         "  FROM due WHERE d.id = due.id RETURNING d.id, d.attempts, d.event_id, "
         "  d.endpoint_id) "
-        "SELECT c.id, c.attempts, e.url, e.secret, o.event_id, o.type, o.created_at, "
-        "  o.payload, o.version, CASE WHEN e.previous_secret_expires_at > :now "
-        "  THEN e.previous_secret END AS previous_secret "
+        "SELECT c.id, c.attempts, e.id AS endpoint_id, e.url, e.secret_sealed, o.event_id, "
+        "  o.type, o.created_at, o.payload, o.version, "
+        "  CASE WHEN e.previous_secret_expires_at > :now "
+        "  THEN e.previous_secret_sealed END AS previous_secret_sealed "
         "  FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id "
         "  JOIN outbox_events o ON o.id = c.event_id ORDER BY o.id"),
         {"now": now, "n": batch_max, "lease": lease_until}).all()
-    return [DueDelivery(r.id, r.attempts, r.url, r.secret, r.event_id, r.type, r.created_at,
-                        r.payload, r.version, r.previous_secret) for r in rows]
+    return [DueDelivery(r.id, r.attempts, r.endpoint_id, r.url, r.secret_sealed, r.event_id,
+                        r.type, r.created_at, r.payload, r.version, r.previous_secret_sealed)
+            for r in rows]
 
 
 def record_attempt(conn: Connection, *, delivery_id: int, attempt_no: int, outcome: str,
@@ -306,3 +322,30 @@ def get_event(conn: Connection, event_id: str) -> tuple[StoredEvent, int | None]
     if row is None:
         return None
     return StoredEvent(*row[:6]), row[6]
+
+
+# --- the secrets key's rotation ---------------------------------------------------------------
+
+
+def endpoints_sealed_elsewhere(conn: Connection, key_id: str, after_id: int,
+                               limit: int) -> list[tuple[int, str, str | None]]:
+    """(id, sealed secret, sealed previous secret) of up to ``limit`` endpoints after
+    ``after_id`` with a secret not sealed under the key ``key_id``, by id."""
+    prefix = f"cs1.{key_id}.%"
+    rows = conn.execute(sa.text(
+        "SELECT id, secret_sealed, previous_secret_sealed FROM webhook_endpoints "
+        "WHERE id > :after AND (secret_sealed NOT LIKE :p OR previous_secret_sealed NOT LIKE :p)"
+        " ORDER BY id LIMIT :n"), {"after": after_id, "p": prefix, "n": limit}).all()
+    return [(int(r[0]), r[1], r[2]) for r in rows]
+
+
+def rewrap_endpoint(conn: Connection, endpoint_id: int, was: tuple[str, str | None],
+                    now: tuple[str, str | None]) -> bool:
+    """Store the re-wrapped secrets ``now`` of an endpoint whose secrets are still ``was``
+    (False: a rotation of the endpoint's secret changed them meanwhile; nothing written)."""
+    result = conn.execute(sa.text(
+        "UPDATE webhook_endpoints SET secret_sealed = :s, previous_secret_sealed = :p "
+        "WHERE id = :id AND secret_sealed = :ws "
+        "AND previous_secret_sealed IS NOT DISTINCT FROM CAST(:wp AS text)"),
+        {"id": endpoint_id, "s": now[0], "p": now[1], "ws": was[0], "wp": was[1]})
+    return bool(result.rowcount)

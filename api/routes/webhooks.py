@@ -5,7 +5,8 @@ read, rotate the signing secret, disable. The same operations as ``custody webho
 Support and admin read; only admin changes anything. Every POST takes an ``Idempotency-Key``
 and is audited. A secret is in the answer of create and rotate only (a retry under the same
 key answers the same body, secret included: the caller that lost the first answer still gets
-it); list and read never show it.
+it; that stored answer is sealed under the secrets key like the endpoint's secret); list and
+read never show it.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def create_endpoint(
         return 201, _with_secret(row, secret)
 
     return idempotency.run(request, principal, idempotency_key, "webhook_endpoint.create", {},
-                           body, work, audited=True)
+                           body, work, audited=True, sealed=True)
 
 
 @router.get("", response_model=WebhookEndpointPage, responses=problems(*AUTHED),
@@ -116,7 +117,7 @@ def rotate_endpoint(
         return 200, _with_secret(row, secret)
 
     return idempotency.run(request, principal, idempotency_key, "webhook_endpoint.rotate",
-                           {"endpoint_id": endpoint_id}, None, work, audited=True)
+                           {"endpoint_id": endpoint_id}, None, work, audited=True, sealed=True)
 
 
 @router.post("/{endpoint_id}/disable", status_code=200, response_model=WebhookEndpoint,

@@ -6,10 +6,10 @@
 - The session is a row of ``console_sessions`` holding the SHA-256 of a random 256-bit token,
   the key signed in with and the CSRF token of its forms. The browser holds the token in a
   cookie signed with the console's secret (``itsdangerous``; the secret is one row of
-  ``console_secrets``, shared by every API process) together with its expiry: HttpOnly,
-  SameSite=Strict, Secure when the request came over HTTPS. A request's session is the live row
-  of a cookie whose signature holds and that has not expired: not ended by a sign-out, its key
-  not revoked.
+  ``console_secrets``, sealed under ``CUSTODY_SECRETS_KEY``, shared by every API process)
+  together with its expiry: HttpOnly, SameSite=Strict, Secure when the request came over
+  HTTPS. A request's session is the live row of a cookie whose signature holds and that has
+  not expired: not ended by a sign-out, its key not revoked.
 - Every form carries the session's CSRF token; a POST without it (or with another) is refused
   with 403 and changes nothing. The sign-in form, before any session exists, carries a token of
   its own, also kept in a short-lived cookie (double submit).
@@ -35,6 +35,7 @@ from api.auth import Principal
 from api.problems import ApiError, Forbidden
 from api.repository import console as repo
 from api.routes.deps import ApiContext, context
+from config.encryption import CONSOLE_PURPOSE, keyring
 from config.uow import UnitOfWork
 
 COOKIE = "custody_console"
@@ -100,12 +101,15 @@ def _digest(token: str) -> str:
 
 
 def _serializer(ctx: ApiContext) -> URLSafeSerializer:
-    # Read once per process: the first process to sign anything stores the secret.
+    # Read once per process: the first process to sign anything stores the secret (sealed
+    # under the secrets key: a dump of the database forges no session).
     if ctx.console_secret is None:
+        keys = keyring()
         with UnitOfWork(ctx.engine) as uow:
-            ctx.console_secret = repo.signing_secret(uow.conn, secrets.token_urlsafe(48),
-                                                     ctx.clock())
+            sealed = repo.signing_secret(
+                uow.conn, keys.seal(secrets.token_urlsafe(48), CONSOLE_PURPOSE), ctx.clock())
             uow.commit()
+        ctx.console_secret = keys.open(sealed, CONSOLE_PURPOSE)
     return URLSafeSerializer(ctx.console_secret, salt="custody-console-session")
 
 

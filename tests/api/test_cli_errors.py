@@ -163,3 +163,21 @@ class TestDataDir:
         result = run("--help")
         assert result.returncode == 0
         assert "CUSTODY_DATA_DIR" in result.stdout and "var/pg" in result.stdout
+
+
+class TestSecretsKey:
+    """Secrets at rest (README): a deployment on a configured database needs its secrets key."""
+
+    @pytest.mark.parametrize("command", [["worker"], ["api"], ["secrets", "status"]])
+    def test_a_configured_database_without_the_key_refuses_to_start(
+            self, database_url: str, command: list[str]) -> None:
+        line = one_error_line(run(*command, env={"CUSTODY_DATABASE_URL": database_url}),
+                              "configuration_invalid")
+        assert "setting CUSTODY_SECRETS_KEY: required with CUSTODY_DATABASE_URL" in line
+
+    def test_a_bad_key_is_one_line_without_the_key(self, database_url: str) -> None:
+        bad = "c2hvcnQta2V5LTEyMw=="  # base64, but 13 bytes
+        line = one_error_line(run("worker", env={"CUSTODY_DATABASE_URL": database_url,
+                                                 "CUSTODY_SECRETS_KEY": bad}),
+                              "configuration_invalid")
+        assert "setting CUSTODY_SECRETS_KEY: 13 bytes, expected 32" in line and bad not in line

@@ -18,7 +18,7 @@ import pytest
 from chains.errors import ChainError, RpcError, RpcUnavailable
 from chains.evm import TRANSFER_TOPIC, encode_call
 from chains.model import BlockHeader
-from chains.rpc import RpcCall, RpcClient
+from chains.rpc import RpcCall, RpcClient, shown_url
 from devtools.anvil import DEV_ACCOUNTS, AnvilNode, Contract, free_port
 
 pytestmark = pytest.mark.anvil
@@ -205,6 +205,22 @@ class TestFailures:
         assert caught.value.retryable and caught.value.code == "rpc_unavailable"
         assert "4 attempts" in str(caught.value)
         assert 0.14 <= elapsed < 2.0  # 20 + 40 + 80 ms of backoff, refused at once
+
+    def test_a_node_providers_key_in_the_url_is_never_in_the_error(self) -> None:
+        # Providers put the API key in the path or the query (and credentials in the user
+        # info); the error shows the scheme, host and port, and the cause is not chained.
+        port = free_port()
+        url = f"http://user:pass-w0rd@127.0.0.1:{port}/v3/a1b2c3d4e5f6a7b8?apikey=Zq9Xw8Vu7"
+        with pytest.raises(RpcUnavailable) as caught, RpcClient(
+                url, rpc_timeout_ms=300, retries_max=0) as client:
+            client.block_number()
+        message = str(caught.value)
+        assert message.startswith(f"http://127.0.0.1:{port}/[redacted]: no answer after 1")
+        assert "ConnectionError" in message and caught.value.__cause__ is None
+        for secret in ("a1b2c3d4e5f6a7b8", "Zq9Xw8Vu7", "pass-w0rd", "user:"):
+            assert secret not in message
+        assert shown_url("http://127.0.0.1:8545") == "http://127.0.0.1:8545"
+        assert shown_url("https://[::1]:8545/") == "https://[::1]:8545"
 
     def test_silent_server_times_out(self) -> None:
         # A listening socket that never accepts: the TCP connect succeeds (backlog), the

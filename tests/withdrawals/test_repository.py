@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
+from config.encryption import keyring
 from config.uow import UnitOfWork, sqlstate
 from config.withdrawals import WithdrawalsConfig
 from ledger import chart
@@ -318,8 +319,9 @@ class TestReserveOutbox:
             conn.execute(sa.text("INSERT INTO api_users (id, client_id) VALUES ('u1', :c)"),
                          {"c": client_id})
             conn.execute(sa.text(
-                "INSERT INTO webhook_endpoints (client_id, url, secret) "
-                "VALUES (:c, 'https://example.test/hook', :s)"), {"c": client_id, "s": "s" * 32})
+                "INSERT INTO webhook_endpoints (client_id, url, secret_sealed) "
+                "VALUES (:c, 'https://example.test/hook', :s)"),
+                {"c": client_id, "s": keyring().seal("s" * 32, "webhook_endpoint:test")})
         mine = reserve(wbook, cfg, own)
         reserve(wbook, cfg, own, user="u2", key="k2")  # a user of no client: no delivery
         with wbook.connect() as conn:
