@@ -348,6 +348,10 @@ from api.cli_addresses import addresses_app  # noqa: E402
 
 app.add_typer(addresses_app, name="addresses")  # addresses assign/list
 
+from api.cli_allowlist import allowlist_app  # noqa: E402
+
+app.add_typer(allowlist_app, name="allowlist")  # allowlist list/add/remove
+
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""

@@ -15,12 +15,25 @@ from sqlalchemy.engine import Engine
 
 from api.repository import clients
 from config.database import make_engine
+from config.errors import ConfigurationInvalid
 from config.uow import UnitOfWork
 from config.withdrawals import AllowlistConfig, VelocityLimit, WithdrawalsConfig
 from withdrawals import errors, service
 from withdrawals.service import NewAddress
 
-from .conftest import CAROL, CHAIN, DAVE, DEST, T0, SetOwnAddresses, fund, open_book, req
+from .conftest import (
+    CAROL,
+    CHAIN,
+    DAVE,
+    DEST,
+    T0,
+    SetOwnAddresses,
+    config_toml,
+    fund,
+    load,
+    open_book,
+    req,
+)
 
 DAY = timedelta(days=1)
 OTHER = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
@@ -290,3 +303,41 @@ class TestVelocity:
         again = service.request_withdrawal(engine, limited, own, req(amount=30_000_000, key="a"),
                                            now=T0 + timedelta(minutes=59))
         assert again.replayed
+
+
+class TestConfig:
+    def test_allowlist_and_velocity_load(self) -> None:
+        text = config_toml() + (
+            '\n[withdrawals.allowlist]\nclients = ["acme"]\nactivation_delay_s = 3600\n'
+            '\n[[withdrawals.velocity]]\nasset = "USDC"\nper = "client"\nwindow_s = 600\n'
+            'count_max = 3\namount_max = "12.5"\n')
+        _, loaded = load(text)
+        assert loaded.allowlist == AllowlistConfig(frozenset({"acme"}), 3600)
+        assert loaded.allowlist.enforced("acme") and not loaded.allowlist.enforced("globex")
+        assert loaded.velocity_of("USDC") == (VelocityLimit("USDC", "client", 600, 3,
+                                                            12_500_000),)
+        assert loaded.velocity_of("ETH") == ()
+        # Off by default.
+        assert load(config_toml())[1].allowlist.clients == frozenset()
+
+    @pytest.mark.parametrize(("extra", "message"), [
+        ('[withdrawals.allowlist]\nclients = "acme"\n', "clients must be a list"),
+        ('[withdrawals.allowlist]\nactivation_delay_s = -1\n', "activation_delay_s must be"),
+        ('[withdrawals.allowlist]\ndelay = 1\n', "unknown key 'delay'"),
+        ('[[withdrawals.velocity]]\nasset = "DAI"\nper = "user"\nwindow_s = 60\ncount_max = 1\n',
+         "asset DAI is not declared"),
+        ('[[withdrawals.velocity]]\nasset = "USDC"\nper = "team"\nwindow_s = 60\n'
+         'count_max = 1\n', "per must be one of user, client"),
+        ('[[withdrawals.velocity]]\nasset = "USDC"\nper = "user"\ncount_max = 1\n',
+         "window_s is required"),
+        ('[[withdrawals.velocity]]\nasset = "USDC"\nper = "user"\nwindow_s = 60\n',
+         "set count_max, amount_max or both"),
+        ('[[withdrawals.velocity]]\nasset = "USDC"\nper = "user"\nwindow_s = 60\n'
+         'amount_max = "0.0000001"\n', "amount_max"),
+        ('[[withdrawals.velocity]]\nasset = "USDC"\nper = "user"\nwindow_s = 60\n'
+         'count_max = 0\n', "count_max must be an integer"),
+    ])
+    def test_bad_values_are_one_line_errors(self, extra: str, message: str) -> None:
+        with pytest.raises(ConfigurationInvalid, match=message) as refused:
+            load(config_toml() + "\n" + extra)
+        assert "\n" not in refused.value.message

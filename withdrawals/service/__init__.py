@@ -27,6 +27,7 @@ Every public name is re-exported here: callers write ``from withdrawals import s
 
 # The record this service returns, re-exported for its callers (routes never import a
 # repository).
+from withdrawals.repository import AllowlistEntry as AllowlistEntryRecord
 from withdrawals.repository import WithdrawalRecord as WithdrawalRecord
 from withdrawals.service.allowlist import (
     Added,
@@ -67,6 +68,7 @@ from withdrawals.service.views import (
 __all__ = [
     "ADMIN",
     "Added",
+    "AllowlistEntryRecord",
     "NewAddress",
     "Shortening",
     "add_address",
