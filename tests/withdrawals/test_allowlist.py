@@ -341,3 +341,31 @@ class TestConfig:
         with pytest.raises(ConfigurationInvalid, match=message) as refused:
             load(config_toml() + "\n" + extra)
         assert "\n" not in refused.value.message
+
+
+def test_a_removal_waits_for_a_reserve_that_read_the_entry(
+        book: tuple[Engine, int], owner: Engine) -> None:
+    """The reserve's read locks the live entries FOR SHARE until its commit: a removal cannot
+    commit between the check and the reserve (it waits, then every later reserve sees it)."""
+    from withdrawals import repository as repo
+
+    engine, acme = book
+    entry = add(engine, acme, delay_s=0).entry
+    with UnitOfWork(engine) as uow, ThreadPoolExecutor(max_workers=1) as pool:
+        read = repo.reserve_limits(uow.conn, "u1", "USDC", CHAIN, DEST.lower(), T0, ["acme"], [])
+        assert read.allow_state == "active" and read.client == "acme"
+        pid = uow.conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        removal = pool.submit(service.remove_address, engine, entry.id, by="acme", now=T0)
+        blocked = False
+        # The owner sees every session's wait (custody_app sees only its login's own).
+        for _ in range(500):  # bounded: up to 500 polls of the sessions' waits
+            with owner.connect() as conn:
+                blocked = bool(conn.execute(sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND :pid = ANY (pg_blocking_pids(pid))"), {"pid": pid}).scalar_one())
+            if blocked:
+                break
+        assert blocked and not removal.done()
+        uow.commit()
+        _, removed = removal.result(timeout=30)
+    assert removed
