@@ -72,6 +72,7 @@ ALLOWLIST_EVENTS: dict[str, str] = {
                                  "it are refused from now on.",
     "allowlist.activation_shortened": "Two admins made the destination usable earlier, from "
                                       "``active_at``.",
+    "allowlist.address_active": "The destination became usable (its ``active_at`` passed).",
 }
 #: Every event type, with what it means.
 EVENT_TYPES: dict[str, str] = {**DEPOSIT_EVENTS, **WITHDRAWAL_EVENTS, **ALLOWLIST_EVENTS,
@@ -226,7 +227,7 @@ WithdrawalType = Literal[
     "withdrawal.unknown", "withdrawal.settled", "withdrawal.reverted", "withdrawal.released",
     "withdrawal.canceled", "withdrawal.rejected", "withdrawal.written_off"]
 AllowlistType = Literal["allowlist.address_added", "allowlist.address_removed",
-                        "allowlist.activation_shortened"]
+                        "allowlist.activation_shortened", "allowlist.address_active"]
 DEPOSIT_CASE_ALERTS = ("alert.deep_reorg", "alert.unattributed_own_address")
 AlertType = Literal[
     "alert.case_opened", "alert.ledger_drift", "alert.withdrawal_overdue", "alert.hot_wallet_low",

@@ -6943,6 +6943,13 @@ CREATE INDEX webhook_endpoints_client_idx ON public.webhook_endpoints USING btre
 
 
 --
+-- Name: withdrawal_allowlist_active_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawal_allowlist_active_idx ON public.withdrawal_allowlist USING btree (active_at) WHERE (removed_at IS NULL);
+
+
+--
 -- Name: withdrawal_allowlist_live_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 

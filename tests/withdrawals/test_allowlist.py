@@ -369,3 +369,22 @@ def test_a_removal_waits_for_a_reserve_that_read_the_entry(
         uow.commit()
         _, removed = removal.result(timeout=30)
     assert removed
+
+
+def test_each_address_that_becomes_usable_is_announced_once(
+        book: tuple[Engine, int], owner: Engine) -> None:
+    engine, acme = book
+    entry = add(engine, acme).entry
+    gone = add(engine, acme, address=OTHER, key="a2").entry
+    service.remove_address(engine, gone.id, by="acme", now=T0)
+    assert service.announce_activations(engine, now=T0 + DAY - timedelta(seconds=1)) == 0
+    assert service.announce_activations(engine, now=T0 + DAY) == 1
+    assert service.announce_activations(engine, now=T0 + 2 * DAY) == 0
+    with owner.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT event_id, client_id FROM outbox_events WHERE type = "
+            "'allowlist.address_active'")).all()
+    assert [tuple(r) for r in rows] == [(f"evt_al_{entry.id}_active", acme)]
+    # Past the horizon nothing is announced any more (address_added said when).
+    late = add(engine, acme, address="0x" + "ab" * 20, key="a3").entry
+    assert service.announce_activations(engine, now=late.active_at + timedelta(days=8)) == 0

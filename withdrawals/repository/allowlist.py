@@ -140,6 +140,21 @@ def set_active_at(conn: Connection, entry_id: int, active_at: datetime) -> None:
                  {"t": active_at, "i": entry_id})
 
 
+def announce_active(conn: Connection, now: datetime, since: datetime, limit: int) -> int:
+    """Write the ``allowlist.address_active`` event (``evt_al_<id>_active``) of up to ``limit``
+    live entries that became active in ``(since, now]`` and have none yet; how many."""
+    return int(conn.execute(sa.text(
+        "WITH due AS (SELECT a FROM withdrawal_allowlist a "
+        " WHERE a.removed_at IS NULL AND a.active_at > :since AND a.active_at <= :now "
+        " AND NOT EXISTS (SELECT 1 FROM outbox_events o "
+        "                  WHERE o.event_id = 'evt_al_' || a.id || '_active') "
+        " ORDER BY a.active_at, a.id LIMIT :l) "
+        # count(*) of rows that each called the (volatile, void) writer: the call is kept.
+        "SELECT count(*) FROM (SELECT outbox_allowlist_event_write(due.a, "
+        "'allowlist.address_active', 'active') FROM due) written"),
+        {"now": now, "since": since, "l": limit}).scalar_one())
+
+
 def user_client(conn: Connection, user_id: str) -> int | None:
     """The id of the client that created ``user_id`` (None: no client did)."""
     found = conn.execute(sa.text("SELECT client_id FROM api_users WHERE id = :u"),

@@ -1,5 +1,6 @@
 """Destination allowlists: add an address (usable after the activation delay), remove it (at
-once, final), list them, and shorten one address's delay by two different admins' votes.
+once, final), list them, shorten one address's delay by two different admins' votes, and
+announce the addresses that became usable (``announce_activations``, a job).
 
 Whether a withdrawal may go to a destination is decided by the reserve itself, in its
 transaction (``requests._check_limits``); this module only keeps the lists. Times are the
@@ -9,7 +10,7 @@ engine's clock (``now``), passed in: tests move it by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
@@ -168,6 +169,25 @@ def vote_shorten(engine: Engine, entry_id: int, actor: Actor, *, active_at: date
         return Shortening(after, tuple(votes), applied)
 
     return run_in_transaction(engine, work)
+
+
+#: How far back the activations job looks: an address that became active longer ago than
+#: this while no job ran gets no ``allowlist.address_active`` event (``address_added``
+#: already said when it would be).
+ANNOUNCE_HORIZON_S = 7 * 86_400
+
+
+def announce_activations(engine: Engine, *, now: datetime, limit: int = 1_000,
+                         horizon_s: int = ANNOUNCE_HORIZON_S) -> int:
+    """Tell each client which of its addresses became usable: one ``allowlist.address_active``
+    event per live entry whose ``active_at`` passed (within ``horizon_s``), at most ``limit``
+    per call; how many were written. Safe to run twice and concurrently (the event id is
+    unique: a second writer's insert of the same event is skipped)."""
+    with UnitOfWork(engine) as uow:
+        written = allow_repo.announce_active(uow.conn, now, now - timedelta(seconds=horizon_s),
+                                             limit)
+        uow.commit()
+    return written
 
 
 def votes_of(engine: Engine, entry_id: int) -> tuple[VoteRecord, ...]:

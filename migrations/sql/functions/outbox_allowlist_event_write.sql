@@ -1,5 +1,6 @@
 -- outbox_allowlist_event_write: the webhook event of a change to an allowlisted destination
--- (triggers/withdrawal_allowlist.sql): event id evt_al_<entry id>_<suffix> (stable: a receiver
+-- (triggers/withdrawal_allowlist.sql; allowlist.address_active: withdrawals.repository.allowlist
+-- announce_active): event id evt_al_<entry id>_<suffix> (stable: a receiver
 -- dedupes on it), type p_type, the entry's client, subject allowlist:<id>, and the payload,
 -- version 2 (api/schemas_events.py: AllowlistEventData): the entry under the names of the
 -- API's AllowlistEntry, ids as strings. It runs with its caller's rights.

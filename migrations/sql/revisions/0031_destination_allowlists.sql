@@ -46,6 +46,9 @@ COMMENT ON COLUMN withdrawal_allowlist.removed_by IS 'Who removed it.';
 CREATE UNIQUE INDEX withdrawal_allowlist_live_key ON withdrawal_allowlist
   (client_id, coalesce(user_id, ''), chain, address) WHERE removed_at IS NULL;
 CREATE INDEX withdrawal_allowlist_lookup_idx ON withdrawal_allowlist (client_id, chain, address);
+-- The activations job (allowlist.address_active): live entries by activation.
+CREATE INDEX withdrawal_allowlist_active_idx ON withdrawal_allowlist (active_at)
+  WHERE removed_at IS NULL;
 
 CREATE TABLE withdrawal_allowlist_votes (
   id          bigserial PRIMARY KEY,
@@ -70,7 +73,8 @@ GRANT USAGE, SELECT ON SEQUENCE withdrawal_allowlist_id_seq, withdrawal_allowlis
   TO custody_app;
 
 -- Webhook events of the allowlist (allowlist.address_added, .address_removed,
--- .activation_shortened: triggers/withdrawal_allowlist.sql).
+-- .activation_shortened: triggers/withdrawal_allowlist.sql; .address_active: the activations
+-- job, withdrawals.service.announce_activations).
 ALTER TABLE outbox_events DROP CONSTRAINT outbox_events_type_check;
 ALTER TABLE outbox_events ADD CONSTRAINT outbox_events_type_check
   CHECK (type ~ '^(deposit|withdrawal|alert|allowlist)\.[a-z_]{1,40}$');
