@@ -36,7 +36,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import contract, docs_pages, metrics, openapi, problems
 from api.ratelimit import RateLimits
-from api.routes import admin, deposits, events, reserves, system, users, webhooks, withdrawals
+from api.routes import (
+    admin,
+    allowlist,
+    deposits,
+    events,
+    reserves,
+    system,
+    users,
+    webhooks,
+    withdrawals,
+)
 from api.routes.deps import ApiContext, utc_now
 from api.web import routes as web
 from config.chains import ChainsConfig
@@ -167,7 +177,8 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     app.add_middleware(contract.MethodsMiddleware, routes_of=app)
     app.add_middleware(contract.BodyLimit)
     app.add_middleware(RequestIdMiddleware)
-    for module in (system, users, deposits, withdrawals, reserves, events, admin, webhooks):
+    for module in (system, users, deposits, withdrawals, allowlist, reserves, events, admin,
+                   webhooks):
         app.include_router(module.router)
     web.install(app)
     return app

@@ -357,6 +357,23 @@ def create_user(uow: UnitOfWork, client_id: int, reference: str | None
     return repo.user_by_reference(uow.conn, client_id, reference), False
 
 
+def client_named(uow: UnitOfWork, name: str) -> int:
+    """The id of the client named ``name`` (404 ``client_not_found`` when there is none)."""
+    from api.outbox import ClientNotFound
+
+    found = repo.client_id(uow.conn, name)
+    if found is None:
+        raise ClientNotFound(f"no API client named {name!r}")
+    return found
+
+
+def check_client_user(uow: UnitOfWork, client_id: int, user_id: str) -> str:
+    """``user_id`` if it is a user of ``client_id``, else UserNotFound (404)."""
+    if user_id not in repo.users_of_client(uow.conn, client_id, [user_id]):
+        raise UserNotFound(f"no user {user_id} of this client")
+    return user_id
+
+
 def visible_users(uow: UnitOfWork, principal: Principal, user_ids: Iterable[str]) -> set[str]:
     """Those of ``user_ids`` the principal may see: its own users (client), or all (staff)."""
     wanted = sorted(set(user_ids))

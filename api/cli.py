@@ -352,6 +352,10 @@ from api.cli_secrets import secrets_app  # noqa: E402
 
 app.add_typer(secrets_app, name="secrets")  # secrets rotate-key/status
 
+from api.cli_allowlist import allowlist_app  # noqa: E402
+
+app.add_typer(allowlist_app, name="allowlist")  # allowlist list/add/remove
+
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point."""

@@ -333,6 +333,7 @@ BY_SCHEMA: dict[str, tuple[str, Any]] = {
     "DepositCaseAlertBody.type": ("The alert's event type.", "alert.deep_reorg"),
     "DepositEventBody.type": ("The deposit event's type.", "deposit.credited"),
     "WithdrawalEventBody.type": ("The withdrawal event's type.", "withdrawal.settled"),
+    "AllowlistEventBody.type": ("The allowlist event's type.", "allowlist.address_added"),
     "DepositCaseAlertData.kind": ("deep_reorg or unattributed_own_address.", "deep_reorg"),
 }
 

@@ -90,6 +90,8 @@ class Intervals:
     deliver_s: float = 1.0
     reconcile_s: float = 60.0
     open_items_s: float = 300.0
+    #: allowlist.address_active events of the addresses whose activation delay passed.
+    allowlist_s: float = 60.0
     checkpoint_s: float = 3600.0
     cleanup_s: float = 600.0
     sweeps_s: float = 5.0
@@ -319,6 +321,14 @@ def open_items(engine: Engine, cfg: WithdrawalsConfig, now: datetime) -> None:
         uow.commit()
 
 
+def allowlist_activations(engine: Engine, now: datetime) -> int:
+    """An ``allowlist.address_active`` event for each allowlisted address whose activation
+    delay passed (``withdrawals.service.announce_activations``: bounded, safe twice)."""
+    from withdrawals.service import announce_activations
+
+    return announce_activations(engine, now=now)
+
+
 def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsConfig | None, *,
                intervals: Intervals | None = None, environ: dict[str, str] | None = None,
                only: Sequence[str] = (), scfg: SweepsConfig | None = None,
@@ -349,6 +359,8 @@ def build_jobs(engine: Engine, chains: ChainsConfig | None, wcfg: WithdrawalsCon
     if wcfg is not None:
         jobs.append(Job("withdrawals.open_items", iv.open_items_s,
                         lambda now: open_items(engine, wcfg, now)))
+        jobs.append(Job("withdrawals.allowlist", iv.allowlist_s,
+                        lambda now: allowlist_activations(engine, now)))
     jobs.append(Job("reconcile.provider", iv.reconcile_s,
                     lambda now: provider_recheck(engine, now)))
     if only:

@@ -49,6 +49,8 @@ TAGS = {
     "users": "Users, deposit addresses, balances, deposits and statements.",
     "deposits": "Deposit timelines.",
     "withdrawals": "Withdrawal requests, their states and approvals.",
+    "allowlist": "Destination allowlists: where a client's users may withdraw to, usable "
+                 "after an activation delay.",
     "events": "Events: what webhooks deliver, listed for catching up.",
     "reserves": "Proof of reserves: reports and per-user inclusion proofs.",
     "admin": "Operators: ledger, periods, write-offs, returns, cases, treasury, holdings.",

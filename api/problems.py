@@ -193,6 +193,11 @@ STATUS: dict[type[CustodyError], int] = {
     we.WithdrawalError: 409,
     we.WithdrawalRefused: 422,
     we.DailyLimitExceeded: 409,
+    # Policy refusals that may pass later (the address activates, the window rolls on).
+    we.VelocityLimitExceeded: 409,
+    we.DestinationNotAllowed: 409,
+    we.AllowlistEntryNotFound: 404,
+    we.AllowlistEntryInvalid: 422,
     we.WithdrawalNotFound: 404,
     we.SignerUnavailable: 503,
     # The node of a chain could not be asked, or answered nonsense: a retry may succeed.

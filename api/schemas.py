@@ -614,6 +614,13 @@ class Problem(BaseModel):
         "insufficient_funds: needed minus available."))
     stored_request: StoredRequest | None = Field(default=None, description=(
         "idempotency_key_reused: the request already stored under the key."))
+    reason: Literal["not_listed", "not_active", "removed"] | None = Field(
+        default=None, description="destination_not_allowed: why the destination cannot be "
+                                  "used (not on the client's allowlist, listed but not active "
+                                  "yet, or removed).", examples=["not_active"])
+    at: str | None = Field(default=None, json_schema_extra={"format": "date-time"},
+                           description="destination_not_allowed: when the destination becomes "
+                                       "usable (not_active) or was removed (removed).")
 
 
 class Health(BaseModel):

@@ -63,8 +63,20 @@ ALERT_EVENTS: dict[str, str] = {
     "alert.signer_unavailable": "A payout could not be signed in time.",
     "alert.config_mismatch": "A chain's configuration disagrees with its node.",
 }
+#: Allowlist event types: a change to one of the client's allowlisted destinations
+#: (``triggers/withdrawal_allowlist.sql``).
+ALLOWLIST_EVENTS: dict[str, str] = {
+    "allowlist.address_added": "A destination was added to the client's allowlist: usable "
+                               "from ``active_at`` (remove it before then if it is not yours).",
+    "allowlist.address_removed": "A destination was removed from the allowlist: withdrawals to "
+                                 "it are refused from now on.",
+    "allowlist.activation_shortened": "Two admins made the destination usable earlier, from "
+                                      "``active_at``.",
+    "allowlist.address_active": "The destination became usable (its ``active_at`` passed).",
+}
 #: Every event type, with what it means.
-EVENT_TYPES: dict[str, str] = {**DEPOSIT_EVENTS, **WITHDRAWAL_EVENTS, **ALERT_EVENTS}
+EVENT_TYPES: dict[str, str] = {**DEPOSIT_EVENTS, **WITHDRAWAL_EVENTS, **ALLOWLIST_EVENTS,
+                               **ALERT_EVENTS}
 #: The payload version the engine writes now.
 CURRENT_VERSION = 2
 
@@ -154,6 +166,32 @@ class WithdrawalEventData(_Out):
     history: EventWithdrawalHistory
 
 
+class EventAllowlistEntry(_Out):
+    """The allowlist entry as the event saw it (the names of the API's ``AllowlistEntry``)."""
+
+    id: str = Field(description="Allowlist entry id (a string: ids can exceed 2^53).",
+                    examples=["7"])
+    client: str = Field(description="The API client whose allowlist it is.", examples=["acme"])
+    user_id: str | None = Field(description="The one user it is for; null: every user of the "
+                                            "client.", examples=["usr_42"])
+    chain: str = Field(description="Chain name as configured.", examples=["ethereum"])
+    address: str = Field(description="The destination, lower-case hex.",
+                         examples=["0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"])
+    label: str = Field(description="The client's name for the destination.",
+                       examples=["cold store"])
+    added_by: str = Field(description="Who added it (an actor name).", examples=["acme"])
+    added_at: datetime = Field(description="When it was added (the engine's clock).")
+    active_at: datetime = Field(description="From then on withdrawals to it are accepted.")
+    removed_at: datetime | None = Field(description="When it was removed; null: listed.")
+    removed_by: str | None = Field(description="Who removed it; null: listed.")
+
+
+class AllowlistEventData(_Out):
+    """``data`` of an ``allowlist.*`` event."""
+
+    entry: EventAllowlistEntry = Field(description="The entry after the change.")
+
+
 class DepositCaseAlertData(_Out):
     """``data`` of ``alert.deep_reorg`` and ``alert.unattributed_own_address``."""
 
@@ -188,6 +226,8 @@ WithdrawalType = Literal[
     "withdrawal.pending_approval", "withdrawal.reserved", "withdrawal.broadcast",
     "withdrawal.unknown", "withdrawal.settled", "withdrawal.reverted", "withdrawal.released",
     "withdrawal.canceled", "withdrawal.rejected", "withdrawal.written_off"]
+AllowlistType = Literal["allowlist.address_added", "allowlist.address_removed",
+                        "allowlist.activation_shortened", "allowlist.address_active"]
 DEPOSIT_CASE_ALERTS = ("alert.deep_reorg", "alert.unattributed_own_address")
 AlertType = Literal[
     "alert.case_opened", "alert.ledger_drift", "alert.withdrawal_overdue", "alert.hot_wallet_low",
@@ -195,7 +235,7 @@ AlertType = Literal[
     "alert.signer_unavailable", "alert.config_mismatch"]
 DepositCaseAlertType = Literal["alert.deep_reorg", "alert.unattributed_own_address"]
 #: Any event type.
-EventType = Literal[DepositType, WithdrawalType, DepositCaseAlertType, AlertType]
+EventType = Literal[DepositType, WithdrawalType, AllowlistType, DepositCaseAlertType, AlertType]
 
 
 class _EventBase(_Out):
@@ -219,6 +259,13 @@ class WithdrawalEventBody(_EventBase):
     data: WithdrawalEventData
 
 
+class AllowlistEventBody(_EventBase):
+    """An ``allowlist.*`` event."""
+
+    type: AllowlistType
+    data: AllowlistEventData
+
+
 class DepositCaseAlertBody(_EventBase):
     """An alert about a client's deposit."""
 
@@ -240,6 +287,8 @@ def body_model(event_type: str) -> type[_EventBase]:
         return DepositEventBody
     if event_type in WITHDRAWAL_EVENTS:
         return WithdrawalEventBody
+    if event_type in ALLOWLIST_EVENTS:
+        return AllowlistEventBody
     if event_type in DEPOSIT_CASE_ALERTS:
         return DepositCaseAlertBody
     return AlertBody

@@ -1,5 +1,6 @@
 """Withdrawal configuration: withdrawable assets with their bounds, fee schedule and policy,
-the hot wallet and gas settings of each chain, and the timings of the unknown-outcome ladder.
+the hot wallet and gas settings of each chain, the timings of the unknown-outcome ladder, the
+destination allowlists (which clients, the activation delay) and the velocity limits.
 
 Read from the ``[withdrawals]`` section of the TOML file named by ``CUSTODY_CONFIG`` (the same
 file as the chain configuration; documented example in ``config/withdrawals.example.toml``).
@@ -83,6 +84,35 @@ class HotWalletConfig:
 
 
 @dataclass(frozen=True)
+class AllowlistConfig:
+    """Destination allowlists (``[withdrawals.allowlist]``): the API clients whose users may
+    withdraw only to their allowlisted addresses, and how long a newly added address waits
+    before it can be used (an admin may shorten it for one address with a second admin's
+    approval; nothing else can)."""
+
+    clients: frozenset[str] = frozenset()
+    activation_delay_s: int = 86_400
+
+    def enforced(self, client: str) -> bool:
+        """Whether allowlisting is on for ``client``."""
+        return client in self.clients
+
+
+@dataclass(frozen=True)
+class VelocityLimit:
+    """One rolling window of ``[[withdrawals.velocity]]``: per ``user`` or per ``client``, the
+    withdrawals of ``asset`` requested in the last ``window_s`` seconds may number at most
+    ``count_max`` and add up to at most ``amount_max_minor`` (ledger minor units), the new one
+    included; None: that bound is not set. On top of the daily limit."""
+
+    asset: str
+    per: str
+    window_s: int
+    count_max: int | None = None
+    amount_max_minor: int | None = None
+
+
+@dataclass(frozen=True)
 class WithdrawalsConfig:
     """The whole ``[withdrawals]`` section."""
 
@@ -103,6 +133,14 @@ class WithdrawalsConfig:
     #: Identities with the approver and admin roles (the API layer maps logins to them).
     approvers: frozenset[str] = field(default_factory=frozenset)
     admins: frozenset[str] = field(default_factory=frozenset)
+    #: Destination allowlists (off for every client by default).
+    allowlist: AllowlistConfig = field(default_factory=AllowlistConfig)
+    #: Velocity limits, checked with the daily limit under the reserve's locks.
+    velocity: tuple[VelocityLimit, ...] = ()
+
+    def velocity_of(self, asset: str) -> tuple[VelocityLimit, ...]:
+        """The velocity windows of ``asset``, in configuration order."""
+        return tuple(v for v in self.velocity if v.asset == asset)
 
     def policy(self, chain: str, asset: str) -> AssetPolicy | None:
         """The policy of ``asset`` on ``chain``, or None when it is not withdrawable there."""
@@ -218,6 +256,54 @@ def _signer_keys(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
             "signer_timeout_ms": _int(raw, "signer_timeout_ms", where, 5_000, 1, 600_000)}
 
 
+VELOCITY_SCOPES = ("user", "client")
+_CLIENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+def _parse_allowlist(raw: Any) -> AllowlistConfig:
+    where = "withdrawals.allowlist"
+    if raw is None:
+        return AllowlistConfig()
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where} must be a table")
+    unknown = sorted(set(raw) - {"clients", "activation_delay_s"})
+    if unknown:
+        raise ConfigurationInvalid(f"{where}: unknown key {unknown[0]!r}")
+    clients = raw.get("clients", [])
+    if not isinstance(clients, list) or not all(
+            isinstance(c, str) and _CLIENT.fullmatch(c) for c in clients):
+        raise ConfigurationInvalid(f"{where}.clients must be a list of API client names")
+    return AllowlistConfig(
+        clients=frozenset(clients),
+        activation_delay_s=_int(raw, "activation_delay_s", where, 86_400, 0, 365 * 86_400))
+
+
+def _parse_velocity(raw: Any, chains: ChainsConfig, where: str) -> VelocityLimit:
+    if not isinstance(raw, Mapping):
+        raise ConfigurationInvalid(f"{where} must be a table")
+    unknown = sorted(set(raw) - {"asset", "per", "window_s", "count_max", "amount_max"})
+    if unknown:
+        raise ConfigurationInvalid(f"{where}: unknown key {unknown[0]!r}")
+    code = str(raw.get("asset"))
+    if code not in chains.assets:
+        raise ConfigurationInvalid(f"{where}: asset {code} is not declared in [assets]")
+    per = raw.get("per")
+    if per not in VELOCITY_SCOPES:
+        raise ConfigurationInvalid(f"{where}.per must be one of {', '.join(VELOCITY_SCOPES)}")
+    if "window_s" not in raw:
+        raise ConfigurationInvalid(f"{where}.window_s is required")
+    window_s = _int(raw, "window_s", where, 0, 1, 366 * 86_400)
+    count_max = (None if raw.get("count_max") is None
+                 else _int(raw, "count_max", where, 0, 1, 10**9))
+    amount_max = _optional_units(raw, "amount_max", chains.assets[code].scale, where)
+    if amount_max is not None and amount_max <= 0:
+        raise ConfigurationInvalid(f"{where}.amount_max must be above zero")
+    if count_max is None and amount_max is None:
+        raise ConfigurationInvalid(f"{where}: set count_max, amount_max or both")
+    return VelocityLimit(asset=code, per=str(per), window_s=window_s, count_max=count_max,
+                         amount_max_minor=amount_max)
+
+
 def parse_withdrawals_config(data: Mapping[str, Any], chains: ChainsConfig) -> WithdrawalsConfig:
     """Validate the parsed TOML document's ``[withdrawals]`` section against ``chains``."""
     raw = data.get("withdrawals")
@@ -238,6 +324,11 @@ def parse_withdrawals_config(data: Mapping[str, Any], chains: ChainsConfig) -> W
     for chain_name, _ in assets:
         if chain_name not in wallets:
             raise ConfigurationInvalid(f"{where}: chain {chain_name} has assets but no hot wallet")
+    velocity_raw = raw.get("velocity", [])
+    if not isinstance(velocity_raw, list):
+        raise ConfigurationInvalid(f"{where}.velocity must be an array of tables")
+    velocity = tuple(_parse_velocity(v, chains, f"{where}.velocity[{i}]")
+                     for i, v in enumerate(velocity_raw))
     roles = raw.get("roles", {})
     if not isinstance(roles, Mapping):
         raise ConfigurationInvalid(f"{where}.roles must be a table")
@@ -252,6 +343,8 @@ def parse_withdrawals_config(data: Mapping[str, Any], chains: ChainsConfig) -> W
         batch_max=_int(raw, "batch_max", where, 50, 1, 10_000),
         approvers=frozenset(str(x) for x in roles.get("approvers", [])),
         admins=frozenset(str(x) for x in roles.get("admins", [])),
+        allowlist=_parse_allowlist(raw.get("allowlist")),
+        velocity=velocity,
     )
 
 

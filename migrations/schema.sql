@@ -1487,6 +1487,126 @@ ALTER FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb
 COMMENT ON FUNCTION public.movement_transition(p_kind text, p_id bigint, p_sets jsonb, p_from text, p_to text, p_event text, p_reason text, p_evidence jsonb, p_actor text, p_ledger_transaction_id bigint, p_attempt_id bigint, p_at timestamp with time zone) IS 'Move a sweep, gas top-up, cold transfer or refill request (locked) from p_from to p_to on p_event if that is a move of its machine (state_moves), setting only its transition columns from p_sets, and append its history row. Runs as custody_state_writer.';
 
 
+SET default_table_access_method = heap;
+
+--
+-- Name: withdrawal_allowlist; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_allowlist (
+    id bigint NOT NULL,
+    client_id bigint NOT NULL,
+    user_id text,
+    chain text NOT NULL,
+    address text NOT NULL,
+    label text NOT NULL,
+    request_key text NOT NULL,
+    added_by text NOT NULL,
+    added_at timestamp with time zone NOT NULL,
+    delay_s integer NOT NULL,
+    active_at timestamp with time zone NOT NULL,
+    removed_at timestamp with time zone,
+    removed_by text,
+    CONSTRAINT withdrawal_allowlist_added_by_check CHECK (((length(added_by) >= 1) AND (length(added_by) <= 200))),
+    CONSTRAINT withdrawal_allowlist_address_check CHECK ((address ~ '^0x[0-9a-f]{40}$'::text)),
+    CONSTRAINT withdrawal_allowlist_chain_check CHECK ((chain ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT withdrawal_allowlist_check CHECK (((removed_at IS NULL) = (removed_by IS NULL))),
+    CONSTRAINT withdrawal_allowlist_check1 CHECK (((active_at >= added_at) AND (active_at <= (added_at + ((delay_s)::double precision * '00:00:01'::interval))))),
+    CONSTRAINT withdrawal_allowlist_delay_s_check CHECK ((delay_s >= 0)),
+    CONSTRAINT withdrawal_allowlist_label_check CHECK (((length(label) >= 1) AND (length(label) <= 200))),
+    CONSTRAINT withdrawal_allowlist_removed_by_check CHECK (((length(removed_by) >= 1) AND (length(removed_by) <= 200))),
+    CONSTRAINT withdrawal_allowlist_request_key_check CHECK (((length(request_key) >= 1) AND (length(request_key) <= 200)))
+);
+
+
+ALTER TABLE public.withdrawal_allowlist OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_allowlist; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_allowlist IS 'Withdrawal destinations a client allows, per chain (user_id NULL: for all its users). Usable from active_at; removal (removed_at) is immediate and final. Never deleted.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.user_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.user_id IS 'The one user of the client the address is for; NULL: every user of the client.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.address; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.address IS 'Destination address, lower-case.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.request_key; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.request_key IS 'The Idempotency-Key (or CLI key) the address was added with: a retry adds nothing.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.added_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.added_at IS 'When it was added (the engine''s clock).';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.delay_s; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.delay_s IS 'The activation delay configured then.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.active_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.active_at IS 'From this instant withdrawals to it are accepted: added_at + delay_s, or earlier when two admins shortened it (withdrawal_allowlist_votes).';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.removed_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.removed_at IS 'When it was removed (final); NULL: listed.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.removed_by; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist.removed_by IS 'Who removed it.';
+
+
+--
+-- Name: outbox_allowlist_event_write(public.withdrawal_allowlist, text, text); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_allowlist_event_write(a public.withdrawal_allowlist, p_type text, p_suffix text) RETURNS void
+    LANGUAGE sql
+    AS $$
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, version)
+  SELECT 'evt_al_' || a.id || '_' || p_suffix, p_type, a.client_id, a.user_id,
+         'allowlist:' || a.id,
+         jsonb_build_object('entry', jsonb_build_object(
+           'id', a.id::text, 'client', c.name, 'user_id', a.user_id, 'chain', a.chain,
+           'address', a.address, 'label', a.label, 'added_by', a.added_by,
+           'added_at', a.added_at, 'active_at', a.active_at, 'removed_at', a.removed_at,
+           'removed_by', a.removed_by)),
+         2
+    FROM api_clients c WHERE c.id = a.client_id
+  ON CONFLICT (event_id) DO NOTHING;
+$$;
+
+
+ALTER FUNCTION public.outbox_allowlist_event_write(a public.withdrawal_allowlist, p_type text, p_suffix text) OWNER TO CURRENT_USER;
+
 --
 -- Name: outbox_amount(numeric, integer); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
@@ -1683,8 +1803,6 @@ $$;
 
 
 ALTER FUNCTION public.outbox_withdrawal_event() OWNER TO CURRENT_USER;
-
-SET default_table_access_method = heap;
 
 --
 -- Name: withdrawal_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
@@ -1905,6 +2023,75 @@ COMMENT ON FUNCTION public.row_refuse_id_change() IS 'Trigger function: refuse c
 
 
 --
+-- Name: withdrawal_allowlist_events(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.withdrawal_allowlist_events() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM outbox_allowlist_event_write(NEW, 'allowlist.address_added', 'added');
+  ELSIF NEW.removed_at IS NOT NULL AND OLD.removed_at IS NULL THEN
+    PERFORM outbox_allowlist_event_write(NEW, 'allowlist.address_removed', 'removed');
+  ELSIF NEW.active_at <> OLD.active_at THEN
+    PERFORM outbox_allowlist_event_write(
+      NEW, 'allowlist.activation_shortened',
+      'shortened_' || (extract(epoch FROM NEW.active_at) * 1000000)::bigint);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_allowlist_events() OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_allowlist_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.withdrawal_allowlist_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.removed_at IS NOT NULL
+       OR NEW.active_at <> NEW.added_at + NEW.delay_s * interval '1 second' THEN
+      RAISE EXCEPTION 'allowlist entry: inserted listed, active after its full delay'
+        USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF (NEW.id, NEW.client_id, NEW.user_id, NEW.chain, NEW.address, NEW.label, NEW.request_key,
+      NEW.added_by, NEW.added_at, NEW.delay_s)
+     IS DISTINCT FROM
+     (OLD.id, OLD.client_id, OLD.user_id, OLD.chain, OLD.address, OLD.label, OLD.request_key,
+      OLD.added_by, OLD.added_at, OLD.delay_s) THEN
+    RAISE EXCEPTION 'allowlist entry %: its identity never changes', OLD.id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  IF OLD.removed_at IS NOT NULL AND (NEW.removed_at, NEW.removed_by, NEW.active_at)
+       IS DISTINCT FROM (OLD.removed_at, OLD.removed_by, OLD.active_at) THEN
+    RAISE EXCEPTION 'allowlist entry %: a removal is final', OLD.id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  IF NEW.active_at IS DISTINCT FROM OLD.active_at THEN
+    IF NEW.active_at > OLD.active_at
+       OR (SELECT count(DISTINCT v.admin) FROM withdrawal_allowlist_votes v
+            WHERE v.entry_id = OLD.id AND v.active_at = NEW.active_at) < 2 THEN
+      RAISE EXCEPTION 'allowlist entry %: its activation moves only earlier, to an instant two '
+                      'admins voted for', OLD.id
+        USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_allowlist_guard() OWNER TO CURRENT_USER;
+
+--
 -- Name: withdrawal_refs_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -1963,6 +2150,78 @@ $$;
 
 
 ALTER FUNCTION public.withdrawal_refuse_id_change() OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_reserve_limits(text, text, text, text, timestamp with time zone, text[], jsonb); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_client_id bigint;
+  v_active boolean;
+  v_pending timestamptz;
+  v_removed timestamptz;
+BEGIN
+  IF p_user_id IS NULL OR p_asset_code IS NULL OR p_now IS NULL THEN
+    RAISE EXCEPTION 'withdrawal_reserve_limits: user, asset and time are required'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  SELECT c.id, c.name INTO v_client_id, client_name
+    FROM api_users u JOIN api_clients c ON c.id = u.client_id WHERE u.id = p_user_id;
+
+  IF client_name IS NOT NULL AND client_name = ANY (coalesce(p_allowlist_clients, '{}')) THEN
+    PERFORM 1 FROM withdrawal_allowlist a
+      WHERE a.client_id = v_client_id AND a.chain = p_chain AND a.address = p_destination
+        AND (a.user_id IS NULL OR a.user_id = p_user_id) AND a.removed_at IS NULL
+      FOR SHARE;
+    SELECT bool_or(a.removed_at IS NULL AND a.active_at <= p_now),
+           min(a.active_at) FILTER (WHERE a.removed_at IS NULL),
+           max(a.removed_at)
+      INTO v_active, v_pending, v_removed
+      FROM withdrawal_allowlist a
+     WHERE a.client_id = v_client_id AND a.chain = p_chain AND a.address = p_destination
+       AND (a.user_id IS NULL OR a.user_id = p_user_id);
+    allow_state := CASE WHEN v_active THEN 'active'
+                        WHEN v_pending IS NOT NULL THEN 'pending'
+                        WHEN v_removed IS NOT NULL THEN 'removed'
+                        ELSE 'not_listed' END;
+    allow_at := CASE allow_state WHEN 'pending' THEN v_pending WHEN 'removed' THEN v_removed END;
+  END IF;
+
+  IF v_client_id IS NOT NULL AND EXISTS (
+      SELECT 1 FROM jsonb_array_elements(coalesce(p_windows, '[]')) w
+       WHERE w ->> 'per' = 'client') THEN
+    PERFORM pg_advisory_xact_lock(7322, hashtext(v_client_id::text || '/' || p_asset_code));
+  END IF;
+  SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'per', w.spec ->> 'per', 'window_s', (w.spec ->> 'window_s')::bigint,
+           'count', t.n, 'amount_minor', t.amount::text) ORDER BY w.ord), '[]')
+    INTO windows
+    FROM jsonb_array_elements(coalesce(p_windows, '[]')) WITH ORDINALITY AS w (spec, ord)
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS n, coalesce(sum(x.amount_minor), 0) AS amount
+        FROM withdrawals x
+       WHERE x.asset_code = p_asset_code
+         AND x.requested_at >= p_now - (w.spec ->> 'window_s')::bigint * interval '1 second'
+         AND x.state NOT IN ('canceled', 'rejected', 'released', 'reverted', 'requested')
+         AND CASE WHEN w.spec ->> 'per' = 'client'
+                  THEN x.user_id IN (SELECT u.id FROM api_users u
+                                      WHERE u.client_id = v_client_id)
+                  ELSE x.user_id = p_user_id END) t;
+END
+$$;
+
+
+ALTER FUNCTION public.withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb) OWNER TO CURRENT_USER;
+
+--
+-- Name: FUNCTION withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb); Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON FUNCTION public.withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb) IS 'The reserve''s destination and velocity reads, after withdrawal_reserve_open and in its transaction: the user''s client, the destination''s allowlist state (NULL: allowlisting off) with its instant, and per velocity window the count and amount already requested (client windows under the (client, asset) lock until commit). Writes nothing.';
+
 
 --
 -- Name: withdrawal_reserve_open(text, text, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
@@ -3953,7 +4212,7 @@ CREATE TABLE public.outbox_events (
     version smallint DEFAULT 2 NOT NULL,
     CONSTRAINT outbox_events_event_id_check CHECK ((event_id ~ '^evt_[a-z0-9_]{1,120}$'::text)),
     CONSTRAINT outbox_events_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert)\.[a-z_]{1,40}$'::text)),
+    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert|allowlist)\.[a-z_]{1,40}$'::text)),
     CONSTRAINT outbox_events_version_check CHECK ((version = ANY (ARRAY[1, 2])))
 );
 
@@ -4937,6 +5196,94 @@ ALTER SEQUENCE public.webhook_endpoints_id_seq OWNED BY public.webhook_endpoints
 
 
 --
+-- Name: withdrawal_allowlist_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_allowlist_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_allowlist_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_allowlist_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_allowlist_id_seq OWNED BY public.withdrawal_allowlist.id;
+
+
+--
+-- Name: withdrawal_allowlist_votes; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.withdrawal_allowlist_votes (
+    id bigint NOT NULL,
+    entry_id bigint NOT NULL,
+    admin text NOT NULL,
+    active_at timestamp with time zone NOT NULL,
+    reason text NOT NULL,
+    voted_at timestamp with time zone NOT NULL,
+    CONSTRAINT withdrawal_allowlist_votes_admin_check CHECK (((length(admin) >= 1) AND (length(admin) <= 200))),
+    CONSTRAINT withdrawal_allowlist_votes_reason_check CHECK (((length(reason) >= 1) AND (length(reason) <= 1000)))
+);
+
+
+ALTER TABLE public.withdrawal_allowlist_votes OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE withdrawal_allowlist_votes; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.withdrawal_allowlist_votes IS 'Admins'' votes to make one allowlisted address active earlier, at active_at: applied when two different admins voted for the same instant. Append-only.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist_votes.admin; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist_votes.admin IS 'The admin''s actor name.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist_votes.active_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist_votes.active_at IS 'The activation instant voted for.';
+
+
+--
+-- Name: COLUMN withdrawal_allowlist_votes.voted_at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.withdrawal_allowlist_votes.voted_at IS 'When (the engine''s clock).';
+
+
+--
+-- Name: withdrawal_allowlist_votes_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE SEQUENCE public.withdrawal_allowlist_votes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER SEQUENCE public.withdrawal_allowlist_votes_id_seq OWNER TO CURRENT_USER;
+
+--
+-- Name: withdrawal_allowlist_votes_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER SEQUENCE public.withdrawal_allowlist_votes_id_seq OWNED BY public.withdrawal_allowlist_votes.id;
+
+
+--
 -- Name: withdrawal_case_resolutions; Type: TABLE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -5417,6 +5764,20 @@ ALTER TABLE ONLY public.webhook_deliveries ALTER COLUMN id SET DEFAULT nextval('
 --
 
 ALTER TABLE ONLY public.webhook_endpoints ALTER COLUMN id SET DEFAULT nextval('public.webhook_endpoints_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_allowlist id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_allowlist_id_seq'::regclass);
+
+
+--
+-- Name: withdrawal_allowlist_votes id; Type: DEFAULT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist_votes ALTER COLUMN id SET DEFAULT nextval('public.withdrawal_allowlist_votes_id_seq'::regclass);
 
 
 --
@@ -6183,6 +6544,38 @@ ALTER TABLE ONLY public.webhook_endpoints
 
 
 --
+-- Name: withdrawal_allowlist withdrawal_allowlist_client_id_request_key_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist
+    ADD CONSTRAINT withdrawal_allowlist_client_id_request_key_key UNIQUE (client_id, request_key);
+
+
+--
+-- Name: withdrawal_allowlist withdrawal_allowlist_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist
+    ADD CONSTRAINT withdrawal_allowlist_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: withdrawal_allowlist_votes withdrawal_allowlist_votes_entry_id_admin_active_at_key; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist_votes
+    ADD CONSTRAINT withdrawal_allowlist_votes_entry_id_admin_active_at_key UNIQUE (entry_id, admin, active_at);
+
+
+--
+-- Name: withdrawal_allowlist_votes withdrawal_allowlist_votes_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist_votes
+    ADD CONSTRAINT withdrawal_allowlist_votes_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: withdrawal_case_resolutions withdrawal_case_resolutions_pkey; Type: CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6554,6 +6947,27 @@ CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree
 --
 
 CREATE INDEX webhook_endpoints_client_idx ON public.webhook_endpoints USING btree (client_id, id);
+
+
+--
+-- Name: withdrawal_allowlist_active_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawal_allowlist_active_idx ON public.withdrawal_allowlist USING btree (active_at) WHERE (removed_at IS NULL);
+
+
+--
+-- Name: withdrawal_allowlist_live_key; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE UNIQUE INDEX withdrawal_allowlist_live_key ON public.withdrawal_allowlist USING btree (client_id, COALESCE(user_id, ''::text), chain, address) WHERE (removed_at IS NULL);
+
+
+--
+-- Name: withdrawal_allowlist_lookup_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX withdrawal_allowlist_lookup_idx ON public.withdrawal_allowlist USING btree (client_id, chain, address);
 
 
 --
@@ -7327,6 +7741,48 @@ CREATE TRIGGER webhook_attempts_no_truncate BEFORE TRUNCATE ON public.webhook_at
 
 
 --
+-- Name: withdrawal_allowlist withdrawal_allowlist_events; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_allowlist_events AFTER INSERT OR UPDATE ON public.withdrawal_allowlist FOR EACH ROW EXECUTE FUNCTION public.withdrawal_allowlist_events();
+
+
+--
+-- Name: withdrawal_allowlist withdrawal_allowlist_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_allowlist_guard BEFORE INSERT OR UPDATE ON public.withdrawal_allowlist FOR EACH ROW EXECUTE FUNCTION public.withdrawal_allowlist_guard();
+
+
+--
+-- Name: withdrawal_allowlist withdrawal_allowlist_no_delete; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_allowlist_no_delete BEFORE DELETE ON public.withdrawal_allowlist FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_allowlist withdrawal_allowlist_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_allowlist_no_truncate BEFORE TRUNCATE ON public.withdrawal_allowlist FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_allowlist_votes withdrawal_allowlist_votes_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_allowlist_votes_append_only BEFORE DELETE OR UPDATE ON public.withdrawal_allowlist_votes FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: withdrawal_allowlist_votes withdrawal_allowlist_votes_no_truncate; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER withdrawal_allowlist_votes_no_truncate BEFORE TRUNCATE ON public.withdrawal_allowlist_votes FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
 -- Name: withdrawal_case_resolutions withdrawal_case_resolutions_append_only; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7893,6 +8349,30 @@ ALTER TABLE ONLY public.webhook_endpoints
 
 
 --
+-- Name: withdrawal_allowlist withdrawal_allowlist_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist
+    ADD CONSTRAINT withdrawal_allowlist_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.api_clients(id);
+
+
+--
+-- Name: withdrawal_allowlist withdrawal_allowlist_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist
+    ADD CONSTRAINT withdrawal_allowlist_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.api_users(id);
+
+
+--
+-- Name: withdrawal_allowlist_votes withdrawal_allowlist_votes_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE ONLY public.withdrawal_allowlist_votes
+    ADD CONSTRAINT withdrawal_allowlist_votes_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.withdrawal_allowlist(id);
+
+
+--
 -- Name: withdrawal_case_resolutions withdrawal_case_resolutions_case_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7990,6 +8470,34 @@ GRANT ALL ON FUNCTION public.movement_transition(p_kind text, p_id bigint, p_set
 
 
 --
+-- Name: TABLE withdrawal_allowlist; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_allowlist TO custody_app;
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.active_at; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(active_at) ON TABLE public.withdrawal_allowlist TO custody_app;
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.removed_at; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(removed_at) ON TABLE public.withdrawal_allowlist TO custody_app;
+
+
+--
+-- Name: COLUMN withdrawal_allowlist.removed_by; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT UPDATE(removed_by) ON TABLE public.withdrawal_allowlist TO custody_app;
+
+
+--
 -- Name: TABLE withdrawal_events; Type: ACL; Schema: public; Owner: CURRENT_USER
 --
 
@@ -8011,6 +8519,14 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.withdrawals TO custody_state_writer;
 --
 
 GRANT UPDATE(id) ON TABLE public.withdrawals TO custody_app;
+
+
+--
+-- Name: FUNCTION withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb); Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+REVOKE ALL ON FUNCTION public.withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.withdrawal_reserve_limits(p_user_id text, p_asset_code text, p_chain text, p_destination text, p_now timestamp with time zone, p_allowlist_clients text[], p_windows jsonb, OUT client_name text, OUT allow_state text, OUT allow_at timestamp with time zone, OUT windows jsonb) TO custody_app;
 
 
 --
@@ -8812,6 +9328,27 @@ GRANT SELECT ON TABLE public.webhook_endpoints TO custody_withdrawal_writer;
 --
 
 GRANT SELECT,USAGE ON SEQUENCE public.webhook_endpoints_id_seq TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_allowlist_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_allowlist_id_seq TO custody_app;
+
+
+--
+-- Name: TABLE withdrawal_allowlist_votes; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.withdrawal_allowlist_votes TO custody_app;
+
+
+--
+-- Name: SEQUENCE withdrawal_allowlist_votes_id_seq; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,USAGE ON SEQUENCE public.withdrawal_allowlist_votes_id_seq TO custody_app;
 
 
 --

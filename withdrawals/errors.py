@@ -62,6 +62,63 @@ class DailyLimitExceeded(WithdrawalRefused):
     code = "daily_limit_exceeded"
 
 
+class VelocityLimitExceeded(WithdrawalRefused):
+    """The withdrawals of this asset in a configured rolling window (per user or per client)
+    would pass its count or amount limit."""
+
+    code = "velocity_limit_exceeded"
+
+
+class DestinationNotAllowed(WithdrawalRefused):
+    """Allowlisting is on for the user's client and the destination is not usable: not on the
+    allowlist (``reason`` ``not_listed``), listed but not active until ``active_at``
+    (``not_active``), or removed (``removed``)."""
+
+    code = "destination_not_allowed"
+
+    def __init__(self, message: str, *, reason: str, at: str | None = None) -> None:
+        super().__init__(message)
+        self.problem_extra = {"reason": reason, "at": at}
+
+
+class AllowlistError(WithdrawalError):
+    """Root of the allowlist's expected errors."""
+
+    code = "allowlist_error"
+
+
+class AllowlistEntryNotFound(AllowlistError):
+    """No such allowlist entry (or it is another client's)."""
+
+    code = "allowlist_entry_not_found"
+
+
+class AllowlistEntryExists(AllowlistError):
+    """The address is already listed (not removed) for that client, user and chain."""
+
+    code = "allowlist_entry_exists"
+
+
+class AllowlistEntryInvalid(AllowlistError):
+    """An allowlist entry cannot be added as asked (unknown chain or user, bad address)."""
+
+    code = "allowlist_entry_invalid"
+
+
+class AllowlistEntryRemoved(AllowlistError):
+    """The entry was removed: a removal is final (add the address again)."""
+
+    code = "allowlist_entry_removed"
+
+
+class ShorteningRefused(AllowlistError):
+    """A vote to shorten an address's activation delay was refused: not an admin, the same
+    admin twice, an instant not earlier than the current one or before it was added, or the
+    entry is removed or already active."""
+
+    code = "shortening_refused"
+
+
 class WithdrawalKeyConflict(WithdrawalError):
     """The caller's idempotency key was already used for a different request."""
 

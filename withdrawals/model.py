@@ -68,7 +68,9 @@ from withdrawals.errors import (
     AddressZero,
     AmountNotRepresentable,
     AmountOutOfBounds,
+    DestinationNotAllowed,
     TransitionRefused,
+    VelocityLimitExceeded,
     WithdrawalNotCancelable,
 )
 
@@ -285,6 +287,57 @@ def check_amount_bounds(amount_minor: object, minimum_minor: int, maximum_minor:
     if amount_minor > maximum_minor:
         raise AmountOutOfBounds(f"amount {amount_minor} is above the maximum {maximum_minor}")
     return amount_minor
+
+
+def check_destination(state: str | None, at: datetime | None, *, client: str | None,
+                      chain: str, destination: str) -> None:
+    """Refuse a destination the client's allowlist does not allow (DestinationNotAllowed with
+    the reason), given its state as the reserve read it: None (allowlisting off for the
+    client) and ``active`` pass; ``pending`` (active from ``at``), ``removed`` (at ``at``) and
+    ``not_listed`` are refused."""
+    if state is None or state == "active":
+        return
+    where = f"client {client}'s allowlist on {chain}"
+    if state == "pending":
+        assert at is not None
+        raise DestinationNotAllowed(
+            f"{destination} is on {where} but not active until {at.isoformat()}",
+            reason="not_active", at=at.isoformat())
+    if state == "removed":
+        assert at is not None
+        raise DestinationNotAllowed(
+            f"{destination} was removed from {where} at {at.isoformat()}",
+            reason="removed", at=at.isoformat())
+    assert state == "not_listed", state
+    raise DestinationNotAllowed(f"{destination} is not on {where}", reason="not_listed")
+
+
+@dataclass(frozen=True)
+class VelocityWindow:
+    """One velocity limit with what its window already holds: per ``user`` or ``client``,
+    ``count``/``amount_minor`` requested in the last ``window_s`` seconds, against
+    ``count_max``/``amount_max_minor`` (None: no such bound)."""
+
+    per: str
+    window_s: int
+    count_max: int | None
+    amount_max_minor: int | None
+    count: int
+    amount_minor: int
+
+
+def check_velocity(windows: Sequence[VelocityWindow], amount_minor: int, asset: str) -> None:
+    """Refuse (VelocityLimitExceeded) a request of ``amount_minor`` that one more withdrawal in
+    any of ``windows`` would take past its count or amount bound."""
+    for w in windows:
+        if w.count_max is not None and w.count + 1 > w.count_max:
+            raise VelocityLimitExceeded(
+                f"{w.count} withdrawal(s) of {asset} per {w.per} in the last {w.window_s} s: "
+                f"one more would pass the limit of {w.count_max}")
+        if w.amount_max_minor is not None and w.amount_minor + amount_minor > w.amount_max_minor:
+            raise VelocityLimitExceeded(
+                f"{w.amount_minor} + {amount_minor} {asset} per {w.per} in the last "
+                f"{w.window_s} s would pass the limit of {w.amount_max_minor}")
 
 
 #: On-chain amounts are uint256.

@@ -60,7 +60,11 @@ def create_withdrawal(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """Validate, then reserve amount + the most the fee can be, atomically with the balance
-    check. Amounts above the configured thresholds wait for approvers."""
+    check. Amounts above the configured thresholds wait for approvers. Refused in the same
+    transaction, writing nothing: 409 ``daily_limit_exceeded``, ``velocity_limit_exceeded``
+    (``[[withdrawals.velocity]]``) and, for a client with allowlisting on,
+    ``destination_not_allowed`` (``reason``: ``not_listed``, ``not_active`` until ``at``, or
+    ``removed``; see ``/v1/allowlist``)."""
     ctx = context(request)
     # Refused before anything is written (no idempotency record either).
     wcfg = ctx.withdrawals_config()

@@ -24,7 +24,7 @@ from alembic import op
 from migrations import run_sql_file
 
 revision = "0032_sealed_secrets"
-down_revision = "0030_money_table_grants"
+down_revision = "0031_destination_allowlists"
 branch_labels = None
 depends_on = None
 

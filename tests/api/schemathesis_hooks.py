@@ -5,7 +5,8 @@ that carries one gets a fresh key, as a real client's would, so that two differe
 bodies never share one (that is ``idempotency_key_reused``, tested on its own in
 ``test_http_idempotency``). A request generated without the header keeps going without it.
 
-A withdrawal's ``to`` in mixed case must carry a valid EIP-55 checksum: the document says so
+A withdrawal's ``to`` (and an allowlisted ``address``) in mixed case must carry a valid EIP-55
+checksum: the document says so
 in words (a JSON Schema pattern cannot compute a checksum), and a client writes the address it
 was given, never random capitals. A generated mixed-case ``to`` that matches the documented
 pattern is sent as the checksummed form of the same address; all-lower and all-upper ones, and
@@ -32,8 +33,10 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     if case.headers and HEADER in case.headers:
         case.headers[HEADER] = f"st-{uuid.uuid4().hex}"
     body = case.body
-    if (isinstance(body, dict) and case.path.endswith("/withdrawals")
-            and isinstance(body.get("to"), str) and HEX_ADDRESS.match(body["to"])):
-        digits = body["to"][2:]
+    field = ("to" if case.path.endswith("/withdrawals")
+             else "address" if case.path == "/v1/allowlist" else None)
+    if (isinstance(body, dict) and field is not None
+            and isinstance(body.get(field), str) and HEX_ADDRESS.match(body[field])):
+        digits = body[field][2:]
         if digits != digits.lower() and digits != digits.upper():
-            body["to"] = to_checksum_address(body["to"])
+            body[field] = to_checksum_address(body[field])

@@ -121,6 +121,19 @@ def _fresh_key(api: Api) -> int:
     return create_key(api.engine, "newco", "client").id
 
 
+def _allowlist_body(**more: str) -> dict[str, str]:
+    """A new destination for an allowlist (a fresh address per call)."""
+    return {"chain": "devnet", "address": "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8],
+            "label": "cold store", **more}
+
+
+def _allowlist_entry(api: Api) -> int:
+    """A fresh entry of acme's allowlist (each caller acts on its own)."""
+    r = api.call("POST", "/v1/allowlist", "acme", idem=uuid.uuid4().hex, json=_allowlist_body())
+    assert r.status_code == 201, r.text
+    return int(r.json()["id"])
+
+
 W = {"asset": "USDC", "chain": "devnet", "to": DEST, "amount": "30000000"}
 ENDPOINTS: dict[str, Endpoint] = {
     "healthz": Endpoint("GET", lambda a: ("/healthz", None), (200, 200, 200, 200, 200, 200)),
@@ -162,6 +175,25 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", lambda a: (f"/v1/withdrawals/{_withdrawal(a, '1500000000')}/approvals",
                            {"decision": "approve"}),
         (403, 403, 403, 403, 201, 401), money=True),
+    "list_allowlist": Endpoint("GET", lambda a: ("/v1/allowlist", None),
+                               (200, 200, 200, 200, 403, 401)),
+    "get_allowlist_entry": Endpoint(
+        "GET", lambda a: (f"/v1/allowlist/{_allowlist_entry(a)}", None),
+        (200, 404, 200, 200, 403, 401)),
+    # Each client adds to its own allowlist; an admin names the client.
+    "add_allowlist_entry": Endpoint("POST", lambda a: ("/v1/allowlist", _allowlist_body()),
+                                    (201, 201, 403, 403, 403, 401), money=True),
+    "admin_add_allowlist_entry": Endpoint(
+        "POST", lambda a: ("/v1/admin/allowlist", _allowlist_body(client="acme")),
+        (403, 403, 403, 201, 403, 401), money=True),
+    "remove_allowlist_entry": Endpoint(
+        "DELETE", lambda a: (f"/v1/allowlist/{_allowlist_entry(a)}", None),
+        (200, 404, 403, 200, 403, 401)),
+    # The first admin's vote is recorded (201); the second admin's would apply it.
+    "shorten_allowlist_delay": Endpoint(
+        "POST", lambda a: (f"/v1/admin/allowlist/{_allowlist_entry(a)}/shorten", {
+            "active_at": datetime.now(UTC).isoformat(), "reason": "confirmed by phone"}),
+        (403, 403, 403, 201, 403, 401), money=True),
     "ledger_transaction": Endpoint(
         "GET", lambda a: (f"/v1/admin/ledger/transactions/{_tx(a)}", None),
         (403, 403, 200, 200, 403, 401)),

@@ -9,6 +9,8 @@ transaction.
   limit lock and what a reserve reads under it) and ``withdrawal_reserve_record`` (the reserved
   withdrawal, its history row and outbox event), on the psycopg connection directly.
 - ``decisions``: approvals and write-off votes.
+- ``allowlist``: destination allowlists, the votes that shorten an address's activation delay,
+  and the reserve's destination and velocity reads (``reserve_limits``).
 - ``attempts``: the withdrawal side of ``outgoing.repository`` (hot wallet nonces, signed
   attempts) and the processor's per-chain lock.
 - ``returns``: returned payouts linked to their withdrawals.
@@ -22,6 +24,13 @@ Every public name is re-exported here: callers write ``from withdrawals import r
 repo`` and ``repo.get_withdrawal``.
 """
 
+from withdrawals.repository.allowlist import (
+    AllowlistEntry,
+    ReserveLimits,
+    VoteRecord,
+    WindowUse,
+    reserve_limits,
+)
 from withdrawals.repository.attempts import (
     AttemptRecord,
     allocate_nonce,
@@ -69,6 +78,11 @@ from withdrawals.repository.withdrawals import (
 
 __all__ = [
     "GAS_FLOAT_LOW",
+    "AllowlistEntry",
+    "ReserveLimits",
+    "VoteRecord",
+    "WindowUse",
+    "reserve_limits",
     "TRANSITION_COLUMNS",
     "AttemptRecord",
     "CaseRecord",

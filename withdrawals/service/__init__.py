@@ -16,6 +16,8 @@ The package, one module per concern:
 - ``decisions``: approve, reject, cancel, write-off votes.
 - ``holds``: the retry of a held withdrawal, and what is ``waiting`` for an operator.
 - ``returns``: returned payouts linked to their withdrawals.
+- ``allowlist``: destination allowlists (add, remove, list) and the two-admin shortening of
+  one address's activation delay; the reserve checks them (``requests``).
 - ``views``: a withdrawal, unknown outcomes, open items, the timeline.
 - ``common``: the roles, ``Actor``, and what the others share.
 
@@ -25,7 +27,20 @@ Every public name is re-exported here: callers write ``from withdrawals import s
 
 # The record this service returns, re-exported for its callers (routes never import a
 # repository).
+from withdrawals.repository import AllowlistEntry as AllowlistEntryRecord
 from withdrawals.repository import WithdrawalRecord as WithdrawalRecord
+from withdrawals.service.allowlist import (
+    Added,
+    NewAddress,
+    Shortening,
+    add_address,
+    announce_activations,
+    get_entry,
+    list_entries,
+    remove_address,
+    vote_shorten,
+    votes_of,
+)
 from withdrawals.service.common import ADMIN, APPROVER, SOURCE, Actor, log
 from withdrawals.service.decisions import approve, cancel, reject, vote_write_off
 from withdrawals.service.holds import SIGNING_OVERDUE_S, Waiting, retry_held, waiting
@@ -53,6 +68,17 @@ from withdrawals.service.views import (
 
 __all__ = [
     "ADMIN",
+    "Added",
+    "AllowlistEntryRecord",
+    "NewAddress",
+    "Shortening",
+    "add_address",
+    "announce_activations",
+    "get_entry",
+    "list_entries",
+    "remove_address",
+    "vote_shorten",
+    "votes_of",
     "APPROVER",
     "SIGNING_OVERDUE_S",
     "SOURCE",

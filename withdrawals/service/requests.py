@@ -95,7 +95,9 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
 
     Three statements when the user's accounts exist (a replay: two): the daily-limit lock with
     what the reserve reads under it (``repo.open_reserve``), the ledger post, and the insert of
-    the withdrawal in its reserved state with its history row (``repo.record_reserve``).
+    the withdrawal in its reserved state with its history row (``repo.record_reserve``); one
+    more, after the first, when allowlists or velocity limits apply (``_check_limits``:
+    DestinationNotAllowed, VelocityLimitExceeded, nothing written).
     """
     policy, destination, chain_amount = validate_request(cfg, own, req)
     fingerprint = _fingerprint(req, destination)
@@ -113,6 +115,7 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
                     f"key {req.request_key} was used for a different withdrawal request")
             return Requested(existing, True)
         assert opened.withdrawal_id is not None
+        _check_limits(uow, cfg, req, destination, now=now)
         # The request as a withdrawal in state ``requested``: never stored as such, it is
         # inserted once its reserve is posted, in its reserved state.
         w = WithdrawalRecord(
@@ -131,6 +134,27 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
         return Requested(_reserve(uow, policy, w, opened, now=now), False)
 
     return run_in_transaction(engine, work)
+
+
+def _check_limits(uow: UnitOfWork, cfg: WithdrawalsConfig, req: WithdrawalRequest,
+                  destination: str, *, now: datetime) -> None:
+    """Refuse a new request that the client's allowlist or a velocity limit does not allow,
+    read in the reserve's transaction after ``open_reserve`` (``repo.reserve_limits``: client
+    windows under the (client, asset) lock, the live allowlist entries locked FOR SHARE, both
+    until commit). No statement when nothing applies: no client has allowlisting on and the
+    asset has no velocity limit."""
+    limits = cfg.velocity_of(req.asset)
+    if not cfg.allowlist.clients and not limits:
+        return
+    read = repo.reserve_limits(uow.conn, req.user_id, req.asset, req.chain, destination, now,
+                               sorted(cfg.allowlist.clients),
+                               [(v.per, v.window_s) for v in limits])
+    model.check_destination(read.allow_state, read.allow_at, client=read.client,
+                            chain=req.chain, destination=destination)
+    model.check_velocity([model.VelocityWindow(v.per, v.window_s, v.count_max,
+                                               v.amount_max_minor, u.count, u.amount_minor)
+                          for v, u in zip(limits, read.windows, strict=True)],
+                         req.amount_minor, req.asset)
 
 
 def _reserve(uow: UnitOfWork, policy: AssetPolicy, w: WithdrawalRecord,
