@@ -30,7 +30,7 @@ from fastapi import Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from api import auth
+from api import audit, auth
 from api.auth import Principal
 from api.problems import ApiError, Forbidden
 from api.repository import console as repo
@@ -135,7 +135,7 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
     _set_cookie(request, response, COOKIE, signed, int(SESSION_TTL.total_seconds()))
     response.delete_cookie(LOGIN_COOKIE, path="/console")
     request.state.principal = principal
-    auth.audit(ctx.engine, request, principal, "console.sign_in", f"session={session_id}", 200)
+    audit.note(request, "console.sign_in", f"session={session_id}")
     session = Session(session_id, principal, csrf)
     request.state.console_session = session
     return session
@@ -201,8 +201,7 @@ def sign_out(request: Request, response: Response, session: Session) -> None:
         repo.end_session(uow.conn, session.id, ctx.clock())
         uow.commit()
     response.delete_cookie(COOKIE, path="/console")
-    auth.audit(ctx.engine, request, session.principal, "console.sign_out",
-               f"session={session.id}", 200)
+    audit.note(request, "console.sign_out", f"session={session.id}")
 
 
 def check_csrf(session: Session, form: dict[str, str]) -> None:
