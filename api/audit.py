@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -122,9 +123,24 @@ def target_of(values: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(values.items()))
 
 
-def _template(scope: Mapping[str, Any]) -> str:
+#: The templates of ``ACTIONS`` as patterns, for a request no route answered (the balances
+#: fast path, ``api.routes.users.BalancesFastPath``, answers before the router).
+_PATTERNS = [(re.compile("^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(key))
+                         + "$"), key) for key in ACTIONS]
+
+
+def _route(scope: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """``METHOD template`` of the request and its path parameters."""
+    method = str(scope.get("method", ""))
     path = getattr(scope.get("route"), "path", None)
-    return path if isinstance(path, str) else str(scope.get("path", ""))
+    if isinstance(path, str):
+        return f"{method} {path}", scope.get("path_params") or {}
+    asked = f"{method} {scope.get('path', '')}"
+    for pattern, key in _PATTERNS:
+        match = pattern.match(asked)
+        if match is not None:
+            return key, match.groupdict()
+    return asked, {}
 
 
 def request_row(scope: Mapping[str, Any], status: int,
@@ -138,7 +154,7 @@ def request_row(scope: Mapping[str, Any], status: int,
         return None
     assert state is not None
     method = str(scope.get("method", ""))
-    key = f"{method} {_template(scope)}"
+    key, path_params = _route(scope)
     noted: Note | None = state.get("audit")
     staff = principal.scope in STAFF
     if not staff and status != 403:
@@ -154,7 +170,7 @@ def request_row(scope: Mapping[str, Any], status: int,
         scope=principal.scope,
         action=noted.action if noted is not None else ACTIONS.get(key, key),
         target=(noted.target if noted is not None
-                else target_of(scope.get("path_params") or {})),
+                else target_of(path_params)),
         request_id=str(state.get("request_id") or ""), status=status,
         channel="console" if str(scope.get("path", "")).startswith("/console") else "api",
         details_json=json.dumps(noted.details if noted is not None else {}, default=str,
