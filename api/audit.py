@@ -152,13 +152,12 @@ def request_row(scope: Mapping[str, Any], status: int,
     principal = state.get("principal") if state else None
     if principal is None:
         return None
+    if principal.scope not in STAFF and status != 403:
+        return None  # a client's own request: the hot paths stop here
     assert state is not None
     method = str(scope.get("method", ""))
     key, path_params = _route(scope)
     noted: Note | None = state.get("audit")
-    staff = principal.scope in STAFF
-    if not staff and status != 403:
-        return None
     if (method in _READS and status < 400 and noted is None and key not in ACTIONS):
         return None  # a staff read of no user's data (queues, lists, reports)
     problem = state.get("problem") or error

@@ -10,9 +10,10 @@ Mounted by ``api/cli.py`` with ``app.add_typer(audit_cli)`` (no name: the comman
   invocation is one), the action and target it names, status 200, or for a refusal the status
   the API gives that error and its code and message (also for an error line the command
   printed itself before exiting 2). Exit 1 (findings reported, a command that did its work)
-  is a success with ``exit_code`` 1 in the details. A row that cannot be written after a
-  failure (the database is down) is logged, and the command's own error is what the operator
-  sees; after a success it fails the command loudly.
+  is a success with ``exit_code`` 1 in the details. A failure of the database itself (or of
+  the settings) writes no row: nothing reached the engine and nothing could be written. A row
+  that cannot be written after another failure is logged, and the command's own error is what
+  the operator sees; after a success it fails the command loudly.
 - ``custody audit`` reads the trail newest first with the API's filters and pages
   (``GET /v1/admin/audit``); ``--json`` prints the API's shape.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import getpass
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -32,7 +34,7 @@ import typer
 
 from api.cli_reads import JsonOption
 from api.console import console, friendly, last_error
-from config.errors import CustodyError
+from config.errors import ConfigurationInvalid, CustodyError, DatabaseUnavailable
 
 audit_cli = typer.Typer()
 F = TypeVar("F", bound=Callable[..., Any])
@@ -79,6 +81,8 @@ def audited(action: str, target: Target = (), details: Sequence[str] = (),
             last_error.clear()
             try:
                 result = fn(*args, **kwargs)
+            except (ConfigurationInvalid, DatabaseUnavailable):
+                raise  # nothing reached the engine, and nothing could record it
             except CustodyError as exc:
                 from api.problems import status_of
 
@@ -97,8 +101,9 @@ def audited(action: str, target: Target = (), details: Sequence[str] = (),
                                           _PRINTED_ERROR_STATUS, code, message)
                 raise
             except Exception as exc:
-                _record_after_failure(action, values, noted, 500, "internal_error",
-                                      type(exc).__name__)
+                if not _database_failed(exc):
+                    _record_after_failure(action, values, noted, 500, "internal_error",
+                                          type(exc).__name__)
                 raise
             _record(action, values, noted, 200)
             return result
@@ -106,6 +111,15 @@ def audited(action: str, target: Target = (), details: Sequence[str] = (),
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def _database_failed(exc: Exception) -> bool:
+    """Whether ``exc`` is the database failing to answer (then no row can be written)."""
+    if "sqlalchemy" not in sys.modules:
+        return False
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    return isinstance(exc, OperationalError | InterfaceError)
 
 
 def _record(action: str, target: Mapping[str, Any], details: Mapping[str, Any], status: int,

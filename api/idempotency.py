@@ -177,8 +177,8 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
     was a replay); the row itself, with the status and a refusal's reason, is written once as
     the response starts (``api.app.RequestIdMiddleware``), for a staff principal.
     """
-    noted = (note(request, operation, target_of(target), {"idempotency_key": key}) if audited
-             else None)
+    noted = (note(request, operation, target_of(target),
+                  {"idempotency_key": key} if key is not None else {}) if audited else None)
     if key is None:
         raise IdempotencyKeyMissing(f"{operation} moves money: send an {HEADER} header")
     assert _KEY.fullmatch(key), "the header parameter's pattern is validated by FastAPI"

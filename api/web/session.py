@@ -121,8 +121,12 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
     ctx = context(request)
     credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key.strip())
     with ctx.autocommit.connect() as conn:
-        principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES,
-                                    source=auth.source_of(request.scope))
+        try:
+            principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES,
+                                        source=auth.source_of(request.scope))
+        except Forbidden as refused:
+            request.state.principal = refused.principal  # a client key: audited (api.audit)
+            raise
     token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = ctx.clock()
     _end_previous(ctx, request)

@@ -297,3 +297,17 @@ class TestList:
     def test_only_an_admin_reads_it(self, api: Api, who: str) -> None:
         r = api.call("GET", "/v1/admin/audit", who)
         assert r.status_code == 403 and r.json()["code"] == "forbidden"
+
+
+def test_every_writing_route_has_an_action_name(api: Api) -> None:
+    from fastapi.routing import APIRoute
+
+    from api.audit import ACTIONS
+    from api.web.routes import ROUTERS
+
+    paths = api.http.get("/openapi.json").json()["paths"]
+    writes = {f"{method.upper()} {path}" for path, methods in paths.items()
+              for method in methods if method != "get"}
+    writes |= {f"POST {route.path}" for router in ROUTERS for route in router.routes
+               if isinstance(route, APIRoute) and "POST" in (route.methods or ())}
+    assert writes and writes <= set(ACTIONS), sorted(writes - set(ACTIONS))
