@@ -17,6 +17,8 @@ from api.schemas_audit import AuditEntries, audit_entry
 
 router = APIRouter(tags=["admin"])
 LIST_LIMIT_MAX = 1000
+#: A filter's text: no control characters (PostgreSQL text holds no NUL).
+_TEXT = r"^[^\x00-\x1f\x7f]+$"
 
 
 @router.get("/audit", response_model=AuditEntries, responses=problems(*AUTHED),
@@ -24,13 +26,13 @@ LIST_LIMIT_MAX = 1000
 def list_audit(
     principal: AdminScope,
     uow: Uow,
-    actor: Annotated[str | None, Query(min_length=1, max_length=200, description=(
+    actor: Annotated[str | None, Query(min_length=1, max_length=200, pattern=_TEXT, description=(
         "Only this actor's rows (an API client's name, or ``cli:<OS user>``)."))] = None,
     since: Annotated[str | None, Query(
         max_length=64, json_schema_extra={"format": "date-time", "pattern": INSTANT_PATTERN},
         description="Only rows written at or after this time (ISO 8601; naive: UTC). "
                     + INSTANT_RANGE)] = None,
-    action: Annotated[str | None, Query(min_length=1, max_length=100, description=(
+    action: Annotated[str | None, Query(min_length=1, max_length=200, pattern=_TEXT, description=(
         "Only this action (``withdrawal.approval``, ``api_key.revoke``, ...)."))] = None,
     outcome: Annotated[Literal["ok", "refused", "failed"] | None, Query(description=(
         "Only rows that ended so: ok (below 400), refused (4xx), failed (5xx)."))] = None,

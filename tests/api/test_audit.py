@@ -288,7 +288,7 @@ class TestList:
 
     @pytest.mark.parametrize("params", [{"since": "0999-01-01T00:00:00Z"},
                                         {"since": "yesterday"}, {"outcome": "maybe"},
-                                        {"cursor": "x"}, {"limit": 0}])
+                                        {"cursor": "x"}, {"limit": 0}, {"actor": "a\x00b"}])
     def test_bad_filters_are_refused(self, api: Api, params: dict[str, Any]) -> None:
         r = api.call("GET", "/v1/admin/audit", "carol", params=params)
         assert r.status_code == 422 and r.json()["code"] == "request_invalid"
