@@ -191,7 +191,8 @@ def show_audit(
     g = grid(None, "id", "at", "actor", "channel", "action", "target", "status", "reason",
              "request id", right=("id", "status"))
     for e in body.items:
-        reason = "" if e.error is None else f"{e.error.code}: {e.error.detail or ''}".rstrip(": ")
+        reason = ("" if e.error is None else e.error.code if not e.error.detail
+                  else f"{e.error.code}: {e.error.detail}")
         g.add_row(str(e.id), _when(e.at), e.actor, e.channel, e.action, e.target,
                   str(e.status), reason, e.request_id)
     print_grid(console, g)
