@@ -7,7 +7,8 @@
 - ``lifespans`` are async context managers entered in order at startup and left in reverse at
   shutdown: the place for the scheduler and the outbox (part B).
 - Every response carries ``X-Request-ID`` (the caller's, when well-formed, else a new one); it
-  is in every problem document and every audit row, and it is the correlation id of every log
+  is in every problem document and every audit row (written by the same middleware:
+  ``api.audit``), and it is the correlation id of every log
   line the request writes (``config.logging``). The same middleware counts each request in
   ``api.metrics`` by route template and logs it (``custody.http``: writes and errors at INFO,
   successful reads at DEBUG).
@@ -32,9 +33,10 @@ from datetime import datetime
 
 from fastapi import Depends, FastAPI
 from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import contract, docs_pages, metrics, openapi, problems
+from api import audit, contract, docs_pages, metrics, openapi, problems
 from api.ratelimit import RateLimits
 from api.routes import (
     admin,
@@ -71,15 +73,18 @@ class RequestIdMiddleware:
     correlation id of every log line written while the request runs (``config.logging``: the
     ledger's ``posted`` lines included). As the request ends: its metrics (``api.metrics``, by
     route template) and one ``custody.http`` line (method, route, status, duration; INFO for
-    writes and errors, DEBUG for successful reads).
+    writes and errors, DEBUG for successful reads). And the request's audit row, if it is one
+    that is recorded (``api.audit.request_row``), appended before the response starts (a 500
+    with no response: as the request leaves): exactly one per request.
 
     A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``)
     runs the rest of the app in a task of its own and streams the response through a memory
     channel, which cost more CPU per request than the hot routes themselves.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, ctx: ApiContext) -> None:
         self.app = app
+        self.ctx = ctx
         # A new id is this process's random prefix and a counter: unique (not secret) and
         # cheaper than a uuid4 per request (a getrandom system call each).
         self._prefix = uuid.uuid4().hex[:16]
@@ -100,17 +105,27 @@ class RequestIdMiddleware:
         header = (b"x-request-id", request_id.encode())
         started = time.perf_counter()
         status = 500  # what the server answers when the app fails before starting a response
+        responded = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, responded
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, responded = message["status"], True
                 message["headers"] = [*message.get("headers", ()), header]
+                row = audit.request_row(scope, status)
+                if row is not None:
+                    await run_in_threadpool(audit.record, self.ctx.engine, row)
             await send(message)
 
         token = correlation_id.set(request_id)
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            row = None if responded else audit.request_row(
+                scope, 500, ("internal_error", type(exc).__name__))
+            if row is not None:
+                await run_in_threadpool(audit.record, self.ctx.engine, row)
+            raise
         finally:
             seconds = time.perf_counter() - started
             route = route_template(scope)
@@ -176,7 +191,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     app.add_middleware(users.BalancesFastPath, ctx=app.state.ctx)
     app.add_middleware(contract.MethodsMiddleware, routes_of=app)
     app.add_middleware(contract.BodyLimit)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(RequestIdMiddleware, ctx=app.state.ctx)
     for module in (system, users, deposits, withdrawals, allowlist, reserves, events, admin,
                    webhooks):
         app.include_router(module.router)

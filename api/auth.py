@@ -10,9 +10,10 @@
   cannot approve its own requests (the withdrawal service refuses it).
 - A user belongs to the client that created it. Another client's user answers 404, exactly as a
   user that does not exist, so that ids cannot be probed.
-- Every admin or approver action appends a row to ``api_audit`` (append-only in the database).
+- Every staff action, and every refusal of one, appends a row to ``api_audit`` (append-only in
+  the database): ``api.audit`` says which, from the principal left on the request's state.
 
-The SQL of these tables (clients, keys, users, audit) is in ``api.repository.clients``.
+The SQL of these tables (clients, keys, users) is in ``api.repository.clients``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import asyncio
 import functools
 import hashlib
 import hmac
-import json
 import math
 import re
 import secrets
@@ -223,8 +223,10 @@ def authorize(conn: Connection, ctx: ApiContext, credentials: HTTPAuthorizationC
                           retry_after_s=max(1, math.ceil(float(left_s))))
     principal = Principal(key_id, key_prefix, client_id, client_name, scope)
     if principal.scope not in scopes:
-        raise Forbidden(f"scope {principal.scope!r} may not do this "
-                        f"(needs {' or '.join(sorted(scopes))})")
+        refused = Forbidden(f"scope {principal.scope!r} may not do this "
+                            f"(needs {' or '.join(sorted(scopes))})")
+        refused.principal = principal  # who was refused, for the audit row (``read_now``)
+        raise refused
     if user_id is not None and principal.scope not in STAFF and not owns_user:
         raise UserNotFound(f"no user {user_id}")
     return principal
@@ -306,7 +308,7 @@ def read_now(ctx: ApiContext, state: dict[str, Any],
              source: str | None = None) -> T:
     """Authenticate, count, authorize (``authorize``) and run the read ``work``, all on one
     pooled connection, in this thread; the principal is put in ``state`` (the ASGI scope's
-    ``state``, which is ``request.state``).
+    ``state``, which is ``request.state``; also when its scope is refused, for the audit row).
 
     The unit of work is in autocommit mode, so ``work`` must only read. Every statement is its
     own transaction: the rate-limit upsert commits (and releases the lock on the key's counter,
@@ -317,8 +319,12 @@ def read_now(ctx: ApiContext, state: dict[str, Any],
     every ROLLBACK, and the statements here are prepared once per connection (no parse, no plan).
     """
     with UnitOfWork(ctx.autocommit) as uow:
-        principal = authorize(uow.conn, ctx, credentials, scopes, user_id=user_id,
-                              source=source)
+        try:
+            principal = authorize(uow.conn, ctx, credentials, scopes, user_id=user_id,
+                                  source=source)
+        except Forbidden as refused:
+            state["principal"] = refused.principal  # a scope refusal is audited (api.audit)
+            raise
         state["principal"] = principal
         return work(uow, principal)
 
@@ -387,18 +393,3 @@ def check_user(uow: UnitOfWork, principal: Principal, user_id: str) -> str:
     if user_id not in visible_users(uow, principal, [user_id]):
         raise UserNotFound(f"no user {user_id}")
     return user_id
-
-
-# --- audit --------------------------------------------------------------------------------------
-
-
-def audit(engine: Engine, request: Request, principal: Principal, action: str, target: str,
-          status: int, details: dict[str, Any] | None = None) -> None:
-    """Append an audit row for an admin or approver action (its own short transaction)."""
-    with UnitOfWork(engine) as uow:
-        repo.insert_audit(
-            uow.conn, actor=principal.actor, client=principal.client_id,
-            key_prefix=principal.key_prefix, scope=principal.scope, action=action, target=target,
-            request_id=getattr(request.state, "request_id", ""), status=status,
-            details_json=json.dumps(details or {}, default=str))
-        uow.commit()

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from api.cli_audit import audited
 from api.cli_reads import JsonOption
 from api.console import CommandLine, console, err_console, friendly, print_error
 
@@ -74,6 +75,7 @@ def parse_time(value: str | None) -> datetime | None:
 
 @db_app.command("upgrade")
 @friendly
+@audited("db.upgrade")
 def db_upgrade() -> None:
     """Apply the due revisions and the changed SQL definitions (functions, triggers), in one
     transaction, to the configured database (the embedded one if none is set)."""
@@ -137,6 +139,7 @@ def verify(
 
 @app.command("rebuild-balances")
 @friendly
+@audited("ledger.rebuild_balances")
 def rebuild_balances(
     batch_size: Annotated[int, typer.Option(min=1, max=100_000, help="Accounts per batch.")] = 500,
 ) -> None:
@@ -177,6 +180,7 @@ def rebuild_balances(
 
 @app.command()
 @friendly
+@audited("ledger.checkpoint")
 def checkpoint() -> None:
     """Checkpoint every balance so that verify and rebuild-balances start from here."""
     from config.database import get_engine
@@ -268,6 +272,7 @@ def statement(
 
 @period_app.command("close")
 @friendly
+@audited("ledger.period_close", details=("ends_at", "by", "reason"))
 def period_close(
     ends_at: Annotated[str, typer.Argument(help="Close everything effective before this time.")],
     by: Annotated[str, typer.Option(help="Who closes it.")],
@@ -290,6 +295,7 @@ def period_close(
 
 @app.command()
 @friendly
+@audited("ledger.reversal", ("transaction_id",), details=("key", "reason", "source"))
 def reverse(
     transaction_id: Annotated[int, typer.Argument(help="Ledger transaction to reverse.")],
     key: Annotated[str, typer.Option(help="Idempotency key of the reversal.")],
@@ -355,6 +361,10 @@ app.add_typer(secrets_app, name="secrets")  # secrets rotate-key/status
 from api.cli_allowlist import allowlist_app  # noqa: E402
 
 app.add_typer(allowlist_app, name="allowlist")  # allowlist list/add/remove
+
+from api.cli_audit import audit_cli  # noqa: E402
+
+app.add_typer(audit_cli)  # audit
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.cli_audit import audited
 from api.console import friendly
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def _require_user(uow: UnitOfWork, user_id: str) -> None:
 
 @addresses_app.command("assign")
 @friendly
+@audited("deposit_address.assign", ("user_id", "chain"))
 def assign(
     user_id: UserArgument,
     chain: Annotated[str, typer.Option(help="Chain name as configured (ethereum, ...).")],

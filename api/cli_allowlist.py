@@ -19,6 +19,7 @@ from typing import Annotated
 
 import typer
 
+from api.cli_audit import audited
 from api.cli_reads import JsonOption
 from api.console import console, friendly
 
@@ -77,6 +78,7 @@ def list_entries(
 
 @allowlist_app.command("add")
 @friendly
+@audited("allowlist.add", ("client", "chain", "address", "user"), ("label", "key"))
 def add(
     client: Annotated[str, typer.Argument(help="The API client whose allowlist it is.")],
     chain: Annotated[str, typer.Argument(help="Chain name as configured.")],
@@ -131,6 +133,7 @@ def add(
 
 @allowlist_app.command("remove")
 @friendly
+@audited("allowlist.remove", ("entry_id",))
 def remove(
     entry_id: Annotated[int, typer.Argument(min=1, help="The entry's id.")],
     as_json: JsonOption = False,

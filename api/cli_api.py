@@ -21,6 +21,7 @@ from typing import Annotated
 
 import typer
 
+from api.cli_audit import audited, cli_actor
 from api.console import console, err_console, friendly
 
 api_cli = typer.Typer(help="HTTP API: keys and the server.")
@@ -30,6 +31,8 @@ api_cli.add_typer(keys_app, name="keys")
 
 @keys_app.command("create")
 @friendly
+@audited("api_key.create", lambda kw: {"client": kw.get("client_name") or kw.get("client")},
+         details=("scope", "expires_in", "expires_at"))
 def create(
     scope: Annotated[str, typer.Option(help="client, support, admin or approver.")],
     client_name: Annotated[str | None, typer.Argument(
@@ -102,17 +105,16 @@ def _when(at: datetime | None) -> str:
     return "" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _os_user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()[:100] or "unknown"
-    except (KeyError, OSError):  # No name for this uid (a container).
-        return "unknown"
+def key_reference(text: str) -> str:
+    """What names a key given as ``PREFIX_OR_ID`` in its audit row: the prefix of a whole key
+    (``cust_<prefix>_<secret>``), never its secret; a prefix or an id as given."""
+    parts = text.strip().split("_")
+    return parts[1] if len(parts) >= 3 and parts[0] == "cust" else text.strip()[:40]
 
 
 @keys_app.command("revoke")
 @friendly
+@audited("api_key.revoke", lambda kw: {"key": key_reference(kw["key"])})
 def revoke(
     key: Annotated[str, typer.Argument(metavar="PREFIX_OR_ID",
                                        help="The key's public prefix (12 hex digits) or id.")],
@@ -122,7 +124,7 @@ def revoke(
     from api.routes.deps import utc_now
     from config.database import get_engine
 
-    record, revoked = revoke_key(get_engine(), key, by=f"cli:{_os_user()}",
+    record, revoked = revoke_key(get_engine(), key, by=cli_actor(),
                                  now=utc_now())
     assert record.revoked_at is not None
     what = "revoked" if revoked else "was already revoked"

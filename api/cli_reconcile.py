@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from api.cli_audit import audited
 from api.cli_treasury import cases_app
 from api.console import console, friendly, print_error
 from api.render import Grid, print_grid
@@ -86,6 +87,7 @@ def _table(check: str, findings: Sequence[Finding], recorded: Recorded) -> None:
 
 @reconcile_app.command("ledger")
 @friendly
+@audited("reconcile.ledger", details=("full",))
 def reconcile_ledger(
     full: Annotated[bool, typer.Option(help="Replay from the first posting.")] = False,
     as_json: JsonOption = False,
@@ -101,6 +103,7 @@ def reconcile_ledger(
 
 @reconcile_app.command("histories")
 @friendly
+@audited("reconcile.histories")
 def reconcile_histories(as_json: JsonOption = False) -> None:
     """Deposit histories against the ledger: every booked deposit has exactly one ledger
     transaction, every deposit ledger transaction its history row."""
@@ -113,6 +116,7 @@ def reconcile_histories(as_json: JsonOption = False) -> None:
 
 @reconcile_app.command("aging")
 @friendly
+@audited("reconcile.aging")
 def reconcile_aging(
     as_json: JsonOption = False,
     config: Annotated[str | None, typer.Option(help="Configuration file with a reconcile section "
@@ -260,6 +264,7 @@ def _case_of(recorded: Recorded, findings: Sequence[Finding]) -> dict[str, tuple
 
 @reconcile_app.command("custody")
 @friendly
+@audited("reconcile.custody", ("chain",))
 def reconcile_custody(
     chain: Annotated[str | None, typer.Option(help="One chain (default: every configured "
                                                    "chain).")] = None,
@@ -330,6 +335,7 @@ def _custody_table(check: CustodyCheck, cases: dict[str, tuple[int, str]]) -> No
 
 @reconcile_app.command("provider")
 @friendly
+@audited("reconcile.provider", details=("file", "fmt", "by"))
 def reconcile_provider(
     file: Annotated[Path, typer.Argument(help="The statement: CSV or JSON "
                                               "(docs/provider-statements.md).")],

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from api.cli_audit import audited
 from api.cli_reads import JsonOption
 from api.console import console, err_console, friendly, print_error
 from api.render import Grid, print_grid
@@ -103,6 +104,7 @@ def _html(path: Path, doc: dict[str, Any]) -> None:
 
 @reserves_app.command("report")
 @friendly
+@audited("reserves.report", details=("at_block", "by"))
 def report(
     at_block: Annotated[list[str] | None, typer.Option(
         "--at-block", help="CHAIN=NUMBER: read that chain at this final block (default: the "
@@ -325,6 +327,7 @@ def verify_ownership(
 
 @reserves_app.command("import-signatures")
 @friendly
+@audited("reserves.signatures_import", ("report_id",), details=("signatures_file", "by"))
 def import_signatures(
     report_id: Annotated[int, typer.Argument(help="The report the signatures are for.")],
     signatures_file: Annotated[Path, typer.Argument(

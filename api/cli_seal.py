@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.cli_audit import audited
 from api.cli_reads import JsonOption
 from api.console import console, friendly, print_error
 
@@ -62,6 +63,7 @@ def export(
 
 @seal_app.command("run")
 @friendly
+@audited("seal.run")
 def run(
     max_transactions: Annotated[
         int, typer.Option(min=1, max=1_000_000, help="Transactions per seal at most.")

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from api.cli_audit import audited
 from api.console import console, friendly
 
 secrets_app = typer.Typer(
@@ -21,6 +22,7 @@ secrets_app = typer.Typer(
 
 @secrets_app.command("rotate-key")
 @friendly
+@audited("secrets.rotate_key", (), ("batch",))
 def rotate_key(
     batch: Annotated[int, typer.Option(min=1, max=10_000,
                                        help="Rows re-wrapped per committed batch.")] = 200,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from api.cli_audit import audited
 from api.cli_reads import JsonOption
 from api.console import console, err_console, friendly
 from api.render import Grid, print_grid
@@ -180,6 +181,7 @@ def _event_types(values: list[str] | None) -> list[str] | None:
 
 @webhooks_app.command("endpoint")
 @friendly
+@audited("webhook_endpoint.create", ("client",), details=("url", "alerts", "events"))
 def endpoint(
     client: Annotated[str, typer.Argument(help="API client name.")],
     url: Annotated[str, typer.Argument(help="Where to POST its events.")],
@@ -233,6 +235,7 @@ def endpoints(
 
 @webhooks_app.command("rotate")
 @friendly
+@audited("webhook_endpoint.rotate", ("endpoint_id",))
 def rotate(
     endpoint_id: Annotated[int, typer.Argument(min=1, help="Endpoint id (custody webhooks "
                                                            "endpoints).")],
@@ -255,6 +258,7 @@ def rotate(
 
 @webhooks_app.command("disable")
 @friendly
+@audited("webhook_endpoint.disable", ("endpoint_id",))
 def disable(
     endpoint_id: Annotated[int, typer.Argument(min=1, help="Endpoint id.")],
 ) -> None:
@@ -272,6 +276,8 @@ def disable(
 
 @webhooks_app.command("replay")
 @friendly
+@audited("webhook_event.replay", ("event", "client"),
+         details=("since", "until", "failed", "deliver", "by"))
 def replay(
     event: Annotated[list[str] | None, typer.Option(help="Event id (repeatable).")] = None,
     client: Annotated[str | None, typer.Option(help="Every event of this client.")] = None,

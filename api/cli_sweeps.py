@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.cli_audit import audited
 from api.console import console, friendly
 from api.render import Grid, print_grid
 
@@ -200,6 +201,7 @@ def show_sweep(sweep_id: Annotated[int, typer.Argument(help="Sweep id.")],
 
 @sweeps_app.command("run")
 @friendly
+@audited("sweeps.run", ("chain",))
 def run_sweeper(chain: Annotated[str, typer.Argument(help="Chain to step.")],
                 as_json: JsonOption = False, config: ConfigOption = None) -> None:
     """One sweeper step of CHAIN now (plan due sweeps; top-ups, sweeps and approved cold
@@ -249,6 +251,7 @@ def _cold_line(body: BaseModel) -> str:
 
 @cold_app.command("propose")
 @friendly
+@audited("cold_transfer.propose", ("chain", "asset"), details=("amount", "reason", "as_", "key"))
 def propose(chain: Annotated[str, typer.Option(help="Chain of the hot wallet.")],
             asset: Annotated[str, typer.Option(help="Ledger asset code (ETH, USDC...).")],
             amount: Annotated[str, typer.Option(help="Minor units of the asset, digits only.")],
@@ -299,6 +302,8 @@ def _decide(cold_id: int, decision: str, name: str, reason: str | None, as_json:
 
 @cold_app.command("approve")
 @friendly
+@audited("cold_transfer.decision", ("cold_id",), details=("as_", "reason"),
+         decision="approve")
 def approve(cold_id: Annotated[int, typer.Argument(help="Cold transfer id.")], as_: AsOption,
             reason: Annotated[str | None, typer.Option(help="Why (optional).")] = None,
             as_json: JsonOption = False, config: ConfigOption = None) -> None:
@@ -308,6 +313,8 @@ def approve(cold_id: Annotated[int, typer.Argument(help="Cold transfer id.")], a
 
 @cold_app.command("reject")
 @friendly
+@audited("cold_transfer.decision", ("cold_id",), details=("as_", "reason"),
+         decision="reject")
 def reject(cold_id: Annotated[int, typer.Argument(help="Cold transfer id.")], as_: AsOption,
            reason: Annotated[str, typer.Option(help="Why (required).")],
            as_json: JsonOption = False, config: ConfigOption = None) -> None:
@@ -372,6 +379,8 @@ def show_cold(cold_id: Annotated[int, typer.Argument(help="Cold transfer id.")],
 
 @refills_app.command("request")
 @friendly
+@audited("refill.request", ("chain", "asset"),
+         details=("amount", "reason", "as_", "source", "key"))
 def request(chain: Annotated[str, typer.Option(help="Chain of the hot wallet.")],
             asset: Annotated[str, typer.Option(help="Ledger asset code (ETH, USDC...).")],
             amount: Annotated[str, typer.Option(help="Minor units of the asset, digits only.")],

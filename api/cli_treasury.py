@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from api.cli_audit import audited
 from api.console import console, friendly, print_error
 from api.render import Grid, print_grid
 
@@ -45,6 +46,8 @@ def _chains(path: str | None) -> ChainsConfig:
 
 @treasury_app.command("expect")
 @friendly
+@audited("treasury.funding", ("chain", "asset"),
+         details=("amount", "from_address", "reason", "key", "by"))
 def expect(
     chain: Annotated[str, typer.Option(help="Chain the funding arrives on.")],
     asset: Annotated[str, typer.Option(help="Ledger asset code (ETH, USDC...).")],
@@ -198,6 +201,8 @@ def _decision(d: CaseOutcome) -> None:
 
 @cases_app.command("resolve")
 @friendly
+@audited("case.resolve", ("case_id",),
+         details=("by", "resolution", "transaction", "outcome", "reason", "withdrawal"))
 def resolve(
     case_id: Annotated[int, typer.Argument(help="Case id.")],
     by: Annotated[str, typer.Option(help="Who resolves it (an own-address case: the admin "
@@ -239,6 +244,7 @@ def resolve(
 
 @cases_app.command("approve")
 @friendly
+@audited("case.approval", ("case_id",), details=("by",))
 def approve(
     case_id: Annotated[int, typer.Argument(help="Case id.")],
     by: Annotated[str, typer.Option(help="The second admin (not the proposer).")],

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from api.cli_audit import audited
 from api.cli_reads import JsonOption
 from api.console import console, friendly
 from api.render import Grid, print_grid
@@ -143,6 +144,7 @@ def render_timeline(out: Console, tl: Timeline, assets: ChainsConfig,
 
 @withdrawal_app.command("approve")
 @friendly
+@audited("withdrawal.approval", ("withdrawal_id",), details=("as_", "reason"))
 def approve(withdrawal_id: int, as_: Annotated[str, typer.Option("--as")],
             reason: Annotated[str | None, typer.Option()] = None) -> None:
     """Approve a withdrawal waiting for approval."""
@@ -156,6 +158,7 @@ def approve(withdrawal_id: int, as_: Annotated[str, typer.Option("--as")],
 
 @withdrawal_app.command("cancel")
 @friendly
+@audited("withdrawal.cancel", ("withdrawal_id",), details=("as_",))
 def cancel(withdrawal_id: int, as_: Annotated[str, typer.Option("--as")]) -> None:
     """Cancel a withdrawal that is not signed yet (releases the reserve)."""
     from config.database import get_engine
@@ -167,6 +170,8 @@ def cancel(withdrawal_id: int, as_: Annotated[str, typer.Option("--as")]) -> Non
 
 @withdrawal_app.command("write-off")
 @friendly
+@audited("withdrawal.write_off_vote", ("withdrawal_id",),
+         details=("decision", "as_", "reason"))
 def write_off(withdrawal_id: int, decision: Annotated[str, typer.Argument(help="sent|not_sent")],
               as_: Annotated[str, typer.Option("--as")],
               reason: Annotated[str, typer.Option()]) -> None:
@@ -181,6 +186,7 @@ def write_off(withdrawal_id: int, decision: Annotated[str, typer.Argument(help="
 
 @withdrawal_app.command("retry")
 @friendly
+@audited("withdrawal.retry", ("withdrawal_id",), details=("by", "reason"))
 def retry(withdrawal_id: int, by: Annotated[str, typer.Option("--by", help="Admin's name.")],
           reason: Annotated[str, typer.Option(help="What was fixed.")]) -> None:
     """Lift the hold of a held withdrawal after fixing its cause: the processor books its final

@@ -35,6 +35,9 @@ err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 #: The code of a command line used wrongly (printed by the CLI only; the API never answers it).
 USAGE_INVALID = "usage_invalid"
+#: The (code, message) of the newest error line printed: the reason of a command's audit row
+#: when the command printed its error itself and exited (``api.cli_audit.audited``).
+last_error: list[tuple[str, str]] = []
 
 
 def one_line(text: str) -> str:
@@ -44,6 +47,7 @@ def one_line(text: str) -> str:
 
 def print_error(code: str, message: str) -> None:
     """Write ``error [code]: message`` to stderr as exactly one line."""
+    last_error[:] = [(code, one_line(message))]
     sys.stderr.write(f"error [{code}]: {one_line(message)}\n")
     sys.stderr.flush()
 

@@ -32,17 +32,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.engine import Connection, Engine
 
-from api.auth import Principal, audit
+from api.audit import note, target_of
+from api.auth import Principal
 from api.problems import (
     IdempotencyInProgress,
     IdempotencyKeyMissing,
     IdempotencyKeyReused,
-    status_of,
 )
 from api.repository import idempotency as repo
 from api.routes.deps import IDEMPOTENCY_RETENTION_S, context
 from config.encryption import keyring, purpose_of_answer
-from config.errors import CustodyError
 from config.uow import UnitOfWork
 
 HEADER = "Idempotency-Key"
@@ -173,19 +172,24 @@ Work = Callable[[str], tuple[int, BaseModel]]
 
 def run(request: Request, principal: Principal, key: str | None, operation: str,
         target: Mapping[str, Any], body: BaseModel | None, work: Work, *,
-        audited: bool = False, sealed: bool = False) -> JSONResponse:
+        audited: bool = False, every_scope: bool = False, sealed: bool = False) -> JSONResponse:
     """Run ``work(key)`` at most once per (client, operation, key) and answer with its response.
 
-    ``work`` returns (status, response model). With ``audited``, the action (first run, replay
-    or failure) is appended to the audit trail. With ``sealed`` (the answer carries a secret),
-    the stored answer is sealed under the secrets key.
+    ``work`` returns (status, response model). With ``audited``, the request notes its action
+    for the audit trail (``api.audit.note``: the operation, the target, the key, whether it
+    was a replay); the row itself, with the status and a refusal's reason, is written once as
+    the response starts (``api.app.RequestIdMiddleware``), for a staff principal (for any
+    with ``every_scope``). With
+    ``sealed`` (the answer carries a secret), the stored answer is sealed under the secrets key.
     """
+    noted = (note(request, operation, target_of(target),
+                  {"idempotency_key": key} if key is not None else {}, every_scope=every_scope)
+             if audited else None)
     if key is None:
         raise IdempotencyKeyMissing(f"{operation} moves money: send an {HEADER} header")
     assert _KEY.fullmatch(key), "the header parameter's pattern is validated by FastAPI"
     ctx = context(request)
     fp = fingerprint(operation, target, body.model_dump(mode="json") if body else None)
-    subject = ",".join(f"{k}={v}" for k, v in sorted(target.items()))
     stored = claim(ctx.engine, principal.client_id, operation, key, fp,
                    stale_s=ctx.idempotency_stale_s, method=request.method,
                    path=request.url.path[:2000])
@@ -193,19 +197,14 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
         if sealed:
             stored = StoredResponse(stored.status, keyring().open(
                 stored.body, purpose_of_answer(principal.client_id, operation, key)))
-        if audited:
-            audit(ctx.engine, request, principal, operation, subject, stored.status,
-                  {"idempotency_key": key, "replayed": True})
+        if noted is not None:
+            noted.details["replayed"], noted.status = True, stored.status
         return StoredJSONResponse(stored.body, status_code=stored.status,
                                   headers={"Idempotent-Replayed": "true"})
     try:
         status, model = work(key)
-    except BaseException as exc:
+    except BaseException:
         release(ctx.engine, principal.client_id, operation, key)
-        if audited:
-            failed = status_of(exc) if isinstance(exc, CustodyError) else 500
-            audit(ctx.engine, request, principal, operation, subject, failed,
-                  {"idempotency_key": key, "error": getattr(exc, "code", type(exc).__name__)})
         raise
     response = JSONResponse(model.model_dump(mode="json"), status_code=status)
     # Stored as the exact bytes sent, so that a replay is byte-identical.
@@ -213,9 +212,8 @@ def run(request: Request, principal: Principal, key: str | None, operation: str,
     if sealed:
         sent = keyring().seal(sent, purpose_of_answer(principal.client_id, operation, key))
     complete(ctx.engine, principal.client_id, operation, key, status, sent)
-    if audited:
-        audit(ctx.engine, request, principal, operation, subject, status,
-              {"idempotency_key": key})
+    if noted is not None:
+        noted.status = status
     return response
 
 

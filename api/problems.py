@@ -64,6 +64,8 @@ class Forbidden(ApiError):
 
     code = "forbidden"
     status = 403
+    #: The refused principal (an ``api.auth.Principal``), when the refusal knows it.
+    principal: Any = None
 
 
 class UserNotFound(ApiError):
@@ -246,7 +248,10 @@ def problem(
     **extra: Any,
 ) -> Response:
     """A problem document: type, title, status, detail, the stable code and the request id;
-    on a console page (``api.web``), the console's error page (or its sign-in page) instead."""
+    on a console page (``api.web``), the console's error page (or its sign-in page) instead.
+    The code and detail stay on the request's state, as the reason of its audit row
+    (``api.audit``)."""
+    request.state.problem = (code, detail)
     if _console.is_console(request):
         return _console.page_for(request, status, code, detail)
     body = {

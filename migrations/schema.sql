@@ -2515,14 +2515,22 @@ CREATE TABLE public.api_audit (
     id bigint NOT NULL,
     at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     actor text NOT NULL,
-    client_id bigint NOT NULL,
-    key_prefix text NOT NULL,
-    scope text NOT NULL,
+    client_id bigint,
+    key_prefix text,
+    scope text,
     action text NOT NULL,
     target text NOT NULL,
     request_id text NOT NULL,
     status smallint NOT NULL,
-    details jsonb DEFAULT '{}'::jsonb NOT NULL
+    details jsonb DEFAULT '{}'::jsonb NOT NULL,
+    channel text DEFAULT 'api'::text NOT NULL,
+    error_code text,
+    error_detail text,
+    CONSTRAINT api_audit_channel_check CHECK ((channel = ANY (ARRAY['api'::text, 'console'::text, 'cli'::text]))),
+    CONSTRAINT api_audit_error_check CHECK (((error_code IS NULL) OR (status >= 400))),
+    CONSTRAINT api_audit_error_code_check CHECK (((length(error_code) >= 1) AND (length(error_code) <= 100))),
+    CONSTRAINT api_audit_error_detail_check CHECK ((length(error_detail) <= 2000)),
+    CONSTRAINT api_audit_key_check CHECK (((channel = 'cli'::text) = ((client_id IS NULL) AND (key_prefix IS NULL) AND (scope IS NULL))))
 );
 
 
@@ -2532,7 +2540,98 @@ ALTER TABLE public.api_audit OWNER TO CURRENT_USER;
 -- Name: TABLE api_audit; Type: COMMENT; Schema: public; Owner: CURRENT_USER
 --
 
-COMMENT ON TABLE public.api_audit IS 'Append-only audit trail: one row per admin or approver action (who, what, when, which request, the HTTP status it got).';
+COMMENT ON TABLE public.api_audit IS 'Append-only audit trail: one row per staff action (admin, approver, support) through the API, the console or the command line, and per refusal of one: who, what, target, when, which request, the HTTP status it got and, for a refusal, why.';
+
+
+--
+-- Name: COLUMN api_audit.at; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.at IS 'When the row was written (the database clock).';
+
+
+--
+-- Name: COLUMN api_audit.actor; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.actor IS 'Who acted: the API client''s name (of its key), or cli:<OS user> on the command line.';
+
+
+--
+-- Name: COLUMN api_audit.client_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.client_id IS 'The acting key''s client; NULL on the command line.';
+
+
+--
+-- Name: COLUMN api_audit.key_prefix; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.key_prefix IS 'The acting key''s public prefix; NULL on the command line.';
+
+
+--
+-- Name: COLUMN api_audit.scope; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.scope IS 'The acting key''s scope; NULL on the command line.';
+
+
+--
+-- Name: COLUMN api_audit.action; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.action IS 'What was done: a stable dotted name (withdrawal.approval, api_key.revoke, user.read, ...).';
+
+
+--
+-- Name: COLUMN api_audit.target; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.target IS 'What it was done to: name=value pairs, comma-separated, sorted by name ('''' for none).';
+
+
+--
+-- Name: COLUMN api_audit.request_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.request_id IS 'The request''s X-Request-ID (API, console), or the id of one command line invocation.';
+
+
+--
+-- Name: COLUMN api_audit.status; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.status IS 'The HTTP status answered (a command line: 200, or the status the API gives its error).';
+
+
+--
+-- Name: COLUMN api_audit.details; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.details IS 'Facts of the action (an Idempotency-Key, a replay, ...).';
+
+
+--
+-- Name: COLUMN api_audit.channel; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.channel IS 'Where the action came from: api, console or cli.';
+
+
+--
+-- Name: COLUMN api_audit.error_code; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.error_code IS 'A refusal''s or failure''s stable code (the problem''s).';
+
+
+--
+-- Name: COLUMN api_audit.error_detail; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.api_audit.error_detail IS 'A refusal''s or failure''s detail (the problem''s).';
 
 
 --
@@ -6653,6 +6752,20 @@ ALTER TABLE ONLY public.withdrawals
 
 ALTER TABLE ONLY public.withdrawals
     ADD CONSTRAINT withdrawals_user_id_request_key_key UNIQUE (user_id, request_key);
+
+
+--
+-- Name: api_audit_actor_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX api_audit_actor_idx ON public.api_audit USING btree (actor, id);
+
+
+--
+-- Name: api_audit_at_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE INDEX api_audit_at_idx ON public.api_audit USING btree (at);
 
 
 --

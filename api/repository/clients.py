@@ -1,5 +1,5 @@
-"""API clients, their keys, their users and the audit trail (``api_clients``, ``api_keys``,
-``api_users``, ``api_audit``), and the authentication statement of every request."""
+"""API clients, their keys and their users (``api_clients``, ``api_keys``, ``api_users``), and
+the authentication statement of every request."""
 
 from __future__ import annotations
 
@@ -205,18 +205,3 @@ def users_of_client(conn: Connection, client: int, user_ids: Sequence[str]) -> s
     rows = conn.execute(sa.text("SELECT id FROM api_users WHERE client_id = :c AND id = ANY(:u)"),
                         {"c": client, "u": list(user_ids)})
     return {r.id for r in rows}
-
-
-# --- audit --------------------------------------------------------------------------------------
-
-
-def insert_audit(conn: Connection, *, actor: str, client: int, key_prefix: str, scope: str,
-                 action: str, target: str, request_id: str, status: int,
-                 details_json: str) -> None:
-    """Append a row to the audit trail (append-only in the database)."""
-    conn.execute(
-        sa.text("INSERT INTO api_audit (actor, client_id, key_prefix, scope, action, target, "
-                "request_id, status, details) VALUES (:a, :c, :k, :s, :act, :t, :r, :st, "
-                "CAST(:d AS jsonb))"),
-        {"a": actor, "c": client, "k": key_prefix, "s": scope, "act": action, "t": target,
-         "r": request_id, "st": status, "d": details_json})

@@ -3,7 +3,8 @@ routes (``api.routes.cases``: every case of the engine, resolved by an admin), t
 routes (``api.routes.treasury``: fundings, own-address case votes, the treasury
 report) and the holdings report (``api.routes.holdings``) are mounted under the same prefix.
 
-Every action is audited (``api_audit``) and money-moving ones take an ``Idempotency-Key``.
+Every action is audited (``api_audit``, read at ``GET /v1/admin/audit``: ``api.routes.audit``)
+and money-moving ones take an ``Idempotency-Key``.
 Support may read (ledger transactions, open cases); only admin changes anything.
 """
 
@@ -206,3 +207,8 @@ router.include_router(api_key_routes.router)
 from api.routes import sweeps as sweep_routes  # noqa: E402
 
 router.include_router(sweep_routes.router)
+
+# The audit trail (``api.routes.audit``): admin reads it.
+from api.routes import audit as audit_routes  # noqa: E402
+
+router.include_router(audit_routes.router)

@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from api import auth, idempotency
+from api import audit, auth, idempotency
 from api.auth import AdminScope, StaffReader
 from api.idempotency import IdempotencyKey
 from api.routes.deps import AUTHED, MONEY, Uow, context, problems
@@ -85,12 +85,7 @@ def revoke_api_key(request: Request, key_id: KeyId, principal: AdminScope) -> Ap
     kept)."""
     ctx = context(request)
     now = ctx.clock()
-    try:
-        record, revoked = auth.revoke_key(ctx.engine, str(key_id), by=principal.actor, now=now)
-    except Exception as exc:
-        auth.audit(ctx.engine, request, principal, "api_key.revoke", f"key_id={key_id}",
-                   getattr(exc, "status", 500), {"error": getattr(exc, "code", "error")})
-        raise
-    auth.audit(ctx.engine, request, principal, "api_key.revoke", f"key_id={key_id}", 200,
-               {"prefix": record.prefix, "revoked": revoked})
+    noted = audit.note(request, "api_key.revoke", f"key_id={key_id}")
+    record, revoked = auth.revoke_key(ctx.engine, str(key_id), by=principal.actor, now=now)
+    noted.details.update(prefix=record.prefix, revoked=revoked)
     return key_item(record, now)

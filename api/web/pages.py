@@ -63,6 +63,7 @@ def login(request: Request, key: Annotated[str, Form(max_length=200)] = "",
     except ApiError as exc:
         if exc.status not in (401, 403, 429):
             raise
+        request.state.problem = (exc.code, exc.message)  # the reason of its audit row
         return _login_form(request, next, csrf, _sign_in_refusal(exc), "error", exc.status)
     return response
 

@@ -30,7 +30,7 @@ from fastapi import Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from api import auth
+from api import audit, auth
 from api.auth import Principal
 from api.problems import ApiError, Forbidden
 from api.repository import console as repo
@@ -125,8 +125,12 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
     ctx = context(request)
     credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key.strip())
     with ctx.autocommit.connect() as conn:
-        principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES,
-                                    source=auth.source_of(request.scope))
+        try:
+            principal = auth.authorize(conn, ctx, credentials, STAFF_SCOPES,
+                                        source=auth.source_of(request.scope))
+        except Forbidden as refused:
+            request.state.principal = refused.principal  # a client key: audited (api.audit)
+            raise
     token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = ctx.clock()
     _end_previous(ctx, request)
@@ -139,7 +143,7 @@ def sign_in(request: Request, response: Response, key: str) -> Session:
     _set_cookie(request, response, COOKIE, signed, int(SESSION_TTL.total_seconds()))
     response.delete_cookie(LOGIN_COOKIE, path="/console")
     request.state.principal = principal
-    auth.audit(ctx.engine, request, principal, "console.sign_in", f"session={session_id}", 200)
+    audit.note(request, "console.sign_in", f"session={session_id}")
     session = Session(session_id, principal, csrf)
     request.state.console_session = session
     return session
@@ -205,8 +209,7 @@ def sign_out(request: Request, response: Response, session: Session) -> None:
         repo.end_session(uow.conn, session.id, ctx.clock())
         uow.commit()
     response.delete_cookie(COOKIE, path="/console")
-    auth.audit(ctx.engine, request, session.principal, "console.sign_out",
-               f"session={session.id}", 200)
+    audit.note(request, "console.sign_out", f"session={session.id}")
 
 
 def check_csrf(session: Session, form: dict[str, str]) -> None:

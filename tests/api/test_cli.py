@@ -50,6 +50,7 @@ def custody(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         ["serve"],
         ["worker"],
         ["webhooks", "replay"],
+        ["audit"],
     ],
 )
 def test_help(database_url: str, command: list[str]) -> None:

@@ -298,6 +298,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     "revoke_api_key": Endpoint(
         "POST", lambda a: (f"/v1/admin/api-keys/{_fresh_key(a)}/revoke", None),
         (403, 403, 403, 200, 403, 401)),
+    # The audit trail: admin only.
+    "list_audit": Endpoint("GET", lambda a: ("/v1/admin/audit", None),
+                           (403, 403, 403, 200, 403, 401)),
     # A report is published: every authenticated scope reads it.
     "latest_report": Endpoint("GET", lambda a: (_latest_report(a), None),
                               (200, 200, 200, 200, 200, 401)),

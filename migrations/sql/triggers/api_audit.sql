@@ -1,4 +1,4 @@
--- api_audit: append-only (the audit trail of admin and approver actions).
+-- api_audit: append-only (the audit trail of every staff action and refusal).
 -- UPDATE, DELETE and TRUNCATE raise for every role, the owner included.
 
 DROP TRIGGER IF EXISTS api_audit_append_only ON api_audit;
