@@ -13,6 +13,7 @@ from deposits import repository as repo
 from deposits import service
 from ledger import chart
 from ledger.integrity import verify
+from tests.conftest import BOTH_ROUTES
 from tests.deposits.conftest import ALICE, BOB, CAROL, Rig
 
 pytestmark = pytest.mark.anvil
@@ -25,6 +26,7 @@ def _included_block(rig: Rig, tx_hash: str) -> int:
 
 
 class TestCrediting:
+    @BOTH_ROUTES
     def test_native_and_tokens_several_in_one_transaction(self, rig: Rig) -> None:
         alice_addr, bob_addr = rig.user("alice"), rig.user("bob")
         t = rig.tokens
@@ -122,6 +124,7 @@ class TestCrediting:
 
 
 class TestReorgs:
+    @BOTH_ROUTES
     def test_reorg_before_finality_reincluded_elsewhere_credited_once(self, rig: Rig) -> None:
         addr = rig.user("alice")
         t = rig.tokens
