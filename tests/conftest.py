@@ -28,6 +28,7 @@ import migrations
 from config.database import embedded_url, make_engine, owner_engine, with_database
 from devtools.e2e import Devchain, start_devchain
 from devtools.pgbouncer import PgBouncer, start_pgbouncer
+from devtools.replica import Replica, start_replica
 from tests.support.browser import chromium
 from tests.support.pg_proxy import PgCutProxy
 
@@ -93,6 +94,15 @@ def pgbouncer(server_url: str) -> Iterator[PgBouncer]:
     bouncer = start_pgbouncer(server_url, ("custody_app",))
     yield bouncer
     bouncer.stop()
+
+
+@pytest.fixture(scope="session")
+def replica(server_url: str) -> Iterator[Replica]:
+    """A streaming replica (hot standby) of this worker's server (``devtools.replica``); the
+    databases the tests create reach it through the WAL like everything else."""
+    standby = start_replica(server_url)
+    yield standby
+    standby.stop()
 
 
 @pytest.fixture
