@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from api.jobs import LOCK_NAMESPACE, Job, Stats, build_jobs, run_locked
 from devtools.anvil import free_port
+from tests.conftest import BOTH_ROUTES
 from tests.withdrawals.conftest import config_toml
 
 RUN = "from api.cli import app; app(prog_name='custody')"  # the `custody` entry point
@@ -46,6 +47,19 @@ def test_a_job_held_elsewhere_is_skipped(engine: Engine) -> None:
         other.commit()
     assert run_locked(engine, job, stats=stats) is True
     assert ran == ["x"] and stats.skipped == {"test.job": 1} and stats.runs == {"test.job": 1}
+
+
+@BOTH_ROUTES
+def test_the_lock_is_held_for_the_whole_run_and_released_after_it(engine: Engine) -> None:
+    # Behind PgBouncer in transaction mode a session-level lock stays on whichever server
+    # connection took it: a run of the same job from another connection could land there and
+    # take it again, and an unlock sent through another server connection releases nothing.
+    inside: list[bool] = []
+    other = Job("test.held", 1.0, lambda now: None)
+    job = Job("test.held", 1.0, lambda now: inside.append(run_locked(engine, other)))
+    for _ in range(5):
+        assert run_locked(engine, job) is True
+    assert inside == [False] * 5
 
 
 def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:
