@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from api import outbox
@@ -58,7 +59,7 @@ from config.errors import CustodyError
 from config.logging import correlated, new_correlation_id, register_configured_secrets
 from config.reconcile import ReconcileConfig
 from config.sweeps import SweepsConfig
-from config.uow import UnitOfWork
+from config.uow import UnitOfWork, is_connection_lost
 from config.withdrawals import WithdrawalsConfig
 
 if TYPE_CHECKING:
@@ -704,7 +705,17 @@ class Scheduler:
                                     next_run_time=datetime.now(UTC))
 
     def _run(self, job: Job) -> None:
-        run_locked(self.engine, job, stats=self.stats)
+        try:
+            run_locked(self.engine, job, stats=self.stats)
+        except sa_exc.DBAPIError as exc:
+            if not is_connection_lost(exc):
+                raise
+            # A failover or a restart ended the connection holding the job's lock (and its
+            # lock with it): the pool reconnects, to the new primary, on the next run.
+            self.stats.bump(self.stats.errors, job.name)
+            first = (str(exc.orig).strip().splitlines() or [""])[0][:200]
+            log.warning("job %s: the database connection was lost (%s); the next run "
+                        "reconnects", job.name, first, extra={"job": job.name})
 
     @property
     def running(self) -> bool:

@@ -17,6 +17,7 @@ be a little behind go to a replica when one is configured (``get_read_engine``).
 from __future__ import annotations
 
 import os
+import select
 import threading
 import warnings
 from pathlib import Path
@@ -197,6 +198,17 @@ def make_engine(
                     cur.execute(f'SET ROLE "{app_role}"')
         dbapi_conn.commit()
 
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+        # An idle connection has nothing to read, unless the server ended it: a failover, a
+        # restart or pg_terminate_backend sends its FATAL and closes the socket. Such a
+        # connection is discarded here (the pool takes another, or opens one, to the new
+        # primary) instead of failing the request that would use it. A syscall, no round
+        # trip; a host that vanished without closing its sockets is found by the first
+        # statement instead (and ``config.uow`` retries what is safe to retry).
+        if _ended_by_server(dbapi_conn):
+            raise sa.exc.DisconnectionError("the server ended this pooled connection")
+
     if per_transaction:
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
@@ -211,6 +223,17 @@ def make_engine(
                     cur.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
 
     return engine
+
+
+def _ended_by_server(dbapi_conn: Any) -> bool:
+    """Whether an idle psycopg connection's socket has input waiting (its end, in practice:
+    the engine neither LISTENs nor expects anything unasked)."""
+    try:
+        fd = dbapi_conn.pgconn.socket
+    except Exception:  # noqa: BLE001 - psycopg raises when the connection is closed already
+        return True
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
 
 
 _engines: dict[str, Engine] = {}
