@@ -156,10 +156,11 @@ def make_engine(
     transaction pooling mode, where each transaction may run on another server connection and
     a session's state stays behind on the connection it was set on (PgBouncer 1.18 does not
     carry prepared statements either). Then psycopg never prepares a statement
-    (``prepare_threshold=None``; ``driver_rows`` ignores ``prepare``) and the role and the
-    statement timeout are set in every transaction (``set_config(..., true)``, SET LOCAL's
-    function form, in one statement when the transaction begins) instead of once per
-    connection. Its cost is measured in bench/RESULTS.md ("Behind PgBouncer").
+    (``prepare_threshold=None``; ``driver_rows`` ignores ``prepare``), the statement timeout is
+    set in every transaction (``SET LOCAL``, one statement when the transaction begins) instead
+    of once per connection, and a superuser login is refused (:class:`ConfigurationInvalid`):
+    its SET ROLE could not be kept, so the login must be the application role itself. Its cost
+    is measured in bench/RESULTS.md ("Behind PgBouncer in transaction mode").
     """
     if pooler not in ("none", "transaction"):
         raise ConfigurationInvalid(f"pooler {pooler!r}: expected none or transaction")
@@ -213,14 +214,17 @@ def make_engine(
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
             # Behind a transaction pooler a session's settings would stay on the server
-            # connection they were set on: set the timeout for this transaction only. An
-            # autocommit statement has no transaction: it runs under the role's own
-            # statement_timeout (ALTER ROLE ... SET statement_timeout, docs/operations.md).
+            # connection they were set on: set the timeout for this transaction only. A SET,
+            # not a SELECT of set_config(): a SET takes no snapshot, so the transaction may
+            # still begin with SET TRANSACTION ISOLATION LEVEL or SET TRANSACTION SNAPSHOT
+            # (the proof of reserves does). An autocommit statement has no transaction: it
+            # runs under the role's own statement_timeout (ALTER ROLE ... SET
+            # statement_timeout, docs/operations-engine.md).
             driver = conn.connection.driver_connection
             assert driver is not None
             if not driver.autocommit:
                 with driver.cursor() as cur:
-                    cur.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
+                    cur.execute(f"SET LOCAL statement_timeout = {timeout}")
 
     return engine
 

@@ -67,6 +67,23 @@ class TestTransactionPooler:
         finally:
             engine.dispose()
 
+    def test_a_transaction_may_still_begin_with_its_isolation_and_snapshot(
+            self, database_url: str, pgbouncer: PgBouncer) -> None:
+        # The timeout is set without taking a snapshot: SET TRANSACTION ISOLATION LEVEL and
+        # SET TRANSACTION SNAPSHOT (the proof of reserves) must come before any query.
+        engine = make_engine(pgbouncer.url(database_url, "custody_app"), pool_size=2,
+                             pooler="transaction")
+        try:
+            with engine.connect() as exporter, engine.connect() as importer:
+                exporter.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+                snapshot = exporter.execute(sa.text("SELECT pg_export_snapshot()")).scalar()
+                importer.execute(sa.text(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+                importer.execute(sa.text(f"SET TRANSACTION SNAPSHOT '{snapshot}'"))
+                assert importer.execute(sa.text("SELECT 1")).scalar() == 1
+        finally:
+            engine.dispose()
+
     def test_a_superuser_login_is_refused(self, database_url: str) -> None:
         # Its SET ROLE would stay on one server connection of PgBouncer's (the test server's
         # login is a superuser).
