@@ -7,9 +7,10 @@ SECURITY DEFINER functions that check their state machines (revision 0030_money_
 Migrations run on a separate owner engine (``owner_engine``).
 
 The URL may name several hosts (``to_sqlalchemy_url``): a new connection goes to the primary.
-After a failover the pool's connections to the old primary fail once each: SQLAlchemy then
-drops the whole pool and the next connections find the new primary (``config.uow`` retries
-what is safe to retry and resolves a commit whose answer was lost by its key). Behind PgBouncer
+After a failover the pool's connections to the old primary, which the server closed, are
+dropped as they are checked out; one that fails anyway (a host that vanished) makes SQLAlchemy
+drop the whole pool, and the next connections find the new primary (``config.uow`` retries what
+is safe to retry and resolves a commit whose answer was lost by its key). Behind PgBouncer
 in transaction mode (``make_engine``'s ``pooler``) no session state is relied on. Reads that may
 be a little behind go to a replica when one is configured (``get_read_engine``).
 """
