@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ANVIL_STAMP := .tools/node_modules/.bin/anvil
 
-.PHONY: demo test test-fast lint bench install anvil browser clean schema
+.PHONY: demo test test-fast lint bench bench-pooler install anvil browser pgbouncer clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,14 +37,26 @@ browser:
 	    { echo "make browser: apt-get could not install chromium (see above); the HTML report's test needs it" >&2; exit 1; }; \
 	  command -v chromium >/dev/null 2>&1 || { echo "make browser: chromium installed but not on PATH" >&2; exit 1; }; }
 
+# PgBouncer 1.18 (Debian's) for the tests and the benchmark that run the engine behind a
+# transaction pooler (devtools/pgbouncer.py): installed with apt-get like chromium above.
+pgbouncer:
+	@test -x /usr/sbin/pgbouncer || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; \
+	  else echo "make pgbouncer: /usr/sbin/pgbouncer is missing and installing it needs root" >&2; exit 1; fi; \
+	  command -v apt-get >/dev/null 2>&1 || { echo "make pgbouncer: /usr/sbin/pgbouncer is missing and apt-get is missing: install PgBouncer there" >&2; exit 1; }; \
+	  echo "make pgbouncer: installing Debian's pgbouncer with apt-get" >&2; \
+	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq pgbouncer; } >/dev/null || \
+	    { echo "make pgbouncer: apt-get could not install pgbouncer (see above); the pooler tests need it" >&2; exit 1; }; \
+	  test -x /usr/sbin/pgbouncer || { echo "make pgbouncer: pgbouncer installed but /usr/sbin/pgbouncer is missing" >&2; exit 1; }; }
+
 demo: install anvil
 	$(BIN)/custody demo
 
 # Lint first: a broken architecture contract or type error fails `make test` (and so CI) early.
-test: lint anvil browser
+test: lint anvil browser pgbouncer
 	$(BIN)/pytest -n 2 --dist loadgroup -q
 
-test-fast: install browser
+test-fast: install browser pgbouncer
 	$(BIN)/pytest -q -m "not slow"
 
 # ruff, strict mypy, and the import contracts of pyproject.toml's [tool.importlinter].
@@ -55,6 +67,11 @@ lint: install
 
 bench: install
 	$(BIN)/python -m bench.ledger_bench
+
+# Ledger posts and withdrawal reserves direct and through PgBouncer, with and without
+# CUSTODY_DATABASE_POOLER=transaction (bench/RESULTS.md, "Behind PgBouncer in transaction mode").
+bench-pooler: install pgbouncer
+	$(BIN)/python -m bench.pooler_bench
 
 clean:
 	rm -rf $(VENV) .tools var .pytest_cache

@@ -159,10 +159,12 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
                *,
                rate_limits: RateLimits | None = None, clock: Callable[[], datetime] = utc_now,
                idempotency_stale_s: int = 300, lifespans: Sequence[Lifespan] = (),
-               sweeps_config: SweepsConfig | None = None) -> FastAPI:
+               sweeps_config: SweepsConfig | None = None,
+               read_engine: Engine | None = None) -> FastAPI:
     """The API app on ``engine`` (which runs as the application role); ``withdrawals_config``
     None: withdrawal requests are refused (``withdrawals_not_configured``); ``sweeps_config``
-    None: sweeps, cold transfers and refills are refused (``sweeps_not_configured``)."""
+    None: sweeps, cold transfers and refills are refused (``sweeps_not_configured``);
+    ``read_engine``: a read replica for statements, histories and reports (``ReadUow``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -183,7 +185,7 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
     app.state.ctx = ApiContext(engine=engine, chains=chains, withdrawals=withdrawals_config,
                                rate_limits=rate_limits or RateLimits(), clock=clock,
                                idempotency_stale_s=idempotency_stale_s,
-                               sweeps=sweeps_config)
+                               sweeps=sweeps_config, read_engine=read_engine)
     problems.install(app)
 
     # Middleware added last runs first: the request id, the body limit, OPTIONS and Allow,
@@ -215,7 +217,7 @@ def create_app_from_settings(settings: Settings | None = None,
     logging as ``config.logging`` says (this is also each ``--workers`` process's start)."""
     from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
-    from config.database import get_engine
+    from config.database import get_engine, get_read_engine
     from config.encryption import keyring
     from config.logging import ensure_logging, register_configured_secrets
 
@@ -228,7 +230,10 @@ def create_app_from_settings(settings: Settings | None = None,
     wcfg = load_withdrawals_if_present(chains, config_path)
     scfg = load_sweeps_if_present(chains, wcfg, config_path)
     register_configured_secrets([chains, wcfg, scfg, settings])
-    app = create_app(get_engine(settings), chains, wcfg, sweeps_config=scfg)
+    engine = get_engine(settings)
+    reader = get_read_engine(settings)
+    app = create_app(engine, chains, wcfg, sweeps_config=scfg,
+                     read_engine=None if reader is engine else reader)
     keep_startup_out_of_gc()
     return app
 

@@ -115,8 +115,12 @@ def serve(
 
     scheduler, chains, wcfg, scfg = _scheduler(config, interval_s, job, required=True)
     assert chains is not None
+    from config.database import get_read_engine
+
+    reader = get_read_engine()
     app = create_app(scheduler.engine, chains, wcfg, lifespans=[scheduler.lifespan()],
-                     sweeps_config=scfg)
+                     sweeps_config=scfg,
+                     read_engine=None if reader is scheduler.engine else reader)
     keep_startup_out_of_gc()
     run_uvicorn(app, host, port)
 

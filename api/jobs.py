@@ -15,10 +15,10 @@
   ``alert.case_opened`` once per case); a balance checkpoint; the ledger seal (``ledger.seal``:
   seals over newly committed transactions); webhook delivery; cleanup of
   idempotency records, rate-limit windows and the run log.
-- Each run takes ``pg_try_advisory_lock(7351, hashtext(job))`` on a connection of its own and
-  skips the run if another process holds it: two processes never run the same job at once.
-  The run is logged in ``job_runs`` before the lock is released (SQL:
-  ``api.repository.jobs``).
+- Each run takes ``pg_try_advisory_xact_lock(7351, hashtext(job))`` in a transaction kept open
+  on a connection of its own and skips the run if another process holds it: two processes never
+  run the same job at once. The run is logged in ``job_runs`` by the commit that releases the
+  lock (SQL and why not a session lock: ``api.repository.jobs``).
 - APScheduler's in-memory job store is per process (never shared); ``max_instances=1`` and
   ``coalesce`` keep one run per job per process. ``stop`` waits for running steps (each is
   bounded), so SIGTERM ends a worker cleanly.
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import FastAPI
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from api import outbox
@@ -58,7 +59,7 @@ from config.errors import CustodyError
 from config.logging import correlated, new_correlation_id, register_configured_secrets
 from config.reconcile import ReconcileConfig
 from config.sweeps import SweepsConfig
-from config.uow import UnitOfWork
+from config.uow import UnitOfWork, is_connection_lost
 from config.withdrawals import WithdrawalsConfig
 
 if TYPE_CHECKING:
@@ -134,11 +135,11 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
     """Run one step of ``job`` if no process runs it now; False when skipped."""
     stats = stats or Stats()
     with engine.connect() as conn:
-        # A session-level advisory lock on a connection of its own: held across the step's
-        # own transactions (and its node calls) without holding any row lock.
-        got = repo.try_lock(conn, LOCK_NAMESPACE, job.name)
-        conn.commit()
-        if not got:
+        # An advisory lock held by a transaction kept open on a connection of its own, across
+        # the step's own transactions (and its node calls), without holding any row lock; the
+        # run log's commit releases it (repository docstring: not a session-level lock).
+        if not repo.try_lock(conn, LOCK_NAMESPACE, job.name):
+            conn.rollback()
             stats.bump(stats.skipped, job.name)
             return False
         started = datetime.now(UTC)
@@ -172,12 +173,9 @@ def run_locked(engine: Engine, job: Job, *, now: datetime | None = None,
                                 finished_at=datetime.now(UTC), outcome=outcome, detail=detail)
                 conn.commit()
             finally:
-                # A failed insert above leaves the transaction aborted: roll it back, or the
-                # unlock fails too and the pooled session keeps the lock, starving every other
-                # process of this job.
+                # A failed insert (or a connection lost in a failover) ends the transaction
+                # here, and with it the lock.
                 conn.rollback()
-                repo.unlock(conn, LOCK_NAMESPACE, job.name)
-                conn.commit()
         stats.bump(stats.runs if outcome == "ok" else stats.errors, job.name)
         return True
 
@@ -719,7 +717,17 @@ class Scheduler:
                                     next_run_time=datetime.now(UTC))
 
     def _run(self, job: Job) -> None:
-        run_locked(self.engine, job, stats=self.stats)
+        try:
+            run_locked(self.engine, job, stats=self.stats)
+        except sa_exc.DBAPIError as exc:
+            if not is_connection_lost(exc):
+                raise
+            # A failover or a restart ended the connection holding the job's lock (and its
+            # lock with it): the pool reconnects, to the new primary, on the next run.
+            self.stats.bump(self.stats.errors, job.name)
+            first = (str(exc.orig).strip().splitlines() or [""])[0][:200]
+            log.warning("job %s: the database connection was lost (%s); the next run "
+                        "reconnects", job.name, first, extra={"job": job.name})
 
     @property
     def running(self) -> bool:

@@ -20,8 +20,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.web import errors as _console
 from chains import errors as ce
-from config.errors import ConfigurationInvalid, CustodyError, DatabaseUnavailable
-from config.uow import sqlstate
+from config.errors import CommitInDoubt, ConfigurationInvalid, CustodyError, DatabaseUnavailable
+from config.uow import is_connection_lost, sqlstate
 from deposits import errors as de
 from ledger import errors as le
 from reconcile import errors as rce
@@ -170,6 +170,8 @@ STATUS: dict[type[CustodyError], int] = {
     CustodyError: 422,
     ConfigurationInvalid: 503,
     DatabaseUnavailable: 503,
+    # The request may have been carried out: a retry with the same Idempotency-Key finds it.
+    CommitInDoubt: 503,
     le.LedgerError: 422,
     le.TransactionNotFound: 404,
     le.AccountNotFound: 404,
@@ -272,6 +274,8 @@ async def _custody_error(request: Request, exc: Exception) -> Response:
     headers = None
     if isinstance(exc, RateLimited):
         headers = {"Retry-After": str(exc.retry_after_s)}
+    elif isinstance(exc, CommitInDoubt):
+        headers = {"Retry-After": "1"}
     elif status == 401:
         headers = {"WWW-Authenticate": "Bearer"}
     extra: dict[str, Any] = getattr(exc, "problem_extra", None) or {}
@@ -320,6 +324,12 @@ async def _database_error(request: Request, exc: Exception) -> Response:
         return problem(request, 422, "request_invalid", "a value is out of range")
     if state in ("40001", "40P01", "57014", "55P03", "53300"):
         return problem(request, 503, "database_busy", "the database is busy; retry later",
+                       headers={"Retry-After": "1"})
+    if is_connection_lost(exc):
+        # A failover or a restart: the pool is dropped and the next connections go to the
+        # (new) primary.
+        return problem(request, 503, "database_unavailable",
+                       "the database connection was lost; retry later",
                        headers={"Retry-After": "1"})
     raise exc
 

@@ -5,11 +5,20 @@ database), every new connection switches to the application role, which may only
 INSERT on the ledger tables, and may write withdrawals and the movement tables only through the
 SECURITY DEFINER functions that check their state machines (revision 0030_money_table_grants).
 Migrations run on a separate owner engine (``owner_engine``).
+
+The URL may name several hosts (``to_sqlalchemy_url``): a new connection goes to the primary.
+After a failover the pool's connections to the old primary, which the server closed, are
+dropped as they are checked out; one that fails anyway (a host that vanished) makes SQLAlchemy
+drop the whole pool, and the next connections find the new primary (``config.uow`` retries what
+is safe to retry and resolves a commit whose answer was lost by its key). Behind PgBouncer
+in transaction mode (``make_engine``'s ``pooler``) no session state is relied on. Reads that may
+be a little behind go to a replica when one is configured (``get_read_engine``).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import threading
 import warnings
 from pathlib import Path
@@ -73,11 +82,51 @@ def usable_data_dir(data_dir: Path) -> None:
 
 
 def to_sqlalchemy_url(uri: str) -> str:
-    """Make a libpq URI usable by SQLAlchemy with psycopg 3."""
+    """Make a libpq URI usable by SQLAlchemy with psycopg 3.
+
+    A libpq URL naming several hosts (``postgresql://u@a:5432,b:5432/db?target_session_attrs=
+    read-write``) or a keyword/value conninfo (``host=a,b port=5432 dbname=db ...``) becomes
+    SQLAlchemy's multi-host form, one ``host`` query parameter per host, which its psycopg
+    dialect hands back to libpq unchanged (``host=a,b port=5432,5432`` and every other parameter
+    as given): libpq tries the hosts in order and ``target_session_attrs=read-write`` keeps the
+    first that accepts writes, the primary. ``ValueError`` for a conninfo libpq cannot parse.
+    """
+    if "://" not in uri and "=" in uri or _multi_host(uri):
+        return _multi_host_url(uri)
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if uri.startswith(prefix):
             return "postgresql+psycopg://" + uri[len(prefix) :]
     return uri
+
+
+def _multi_host(uri: str) -> bool:
+    """Whether ``uri`` is a libpq URL with a comma in its host part (SQLAlchemy cannot parse it)."""
+    if not uri.startswith(("postgresql://", "postgres://")):
+        return False
+    authority = uri.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+    return "," in authority.rsplit("@", 1)[-1]
+
+
+def _multi_host_url(conninfo: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = {k: str(v) for k, v in conninfo_to_dict(conninfo).items()}
+    except Exception as exc:
+        raise ValueError(f"libpq cannot parse the connection string: {exc}") from None
+    hosts = params.pop("host", "").split(",")
+    ports = params.pop("port", "").split(",")
+    if len(ports) == 1:
+        ports = ports * len(hosts)
+    if len(ports) != len(hosts):
+        raise ValueError(f"{len(hosts)} hosts but {len(ports)} ports")
+    query: dict[str, str | tuple[str, ...]] = {
+        "host": tuple(f"{h}:{p}" if p else h for h, p in zip(hosts, ports, strict=True))}
+    user, password, dbname = params.pop("user", None), params.pop("password", None), \
+        params.pop("dbname", None)
+    query.update(params)
+    return sa.URL.create("postgresql+psycopg", username=user, password=password,
+                         database=dbname, query=query).render_as_string(hide_password=False)
 
 
 def database_url(settings: Settings | None = None) -> str:
@@ -99,31 +148,97 @@ def make_engine(
     app_role: str | None = "custody_app",
     pool_size: int = 10,
     statement_timeout_ms: int = 30_000,
+    pooler: str = "none",
     **kwargs: Any,
 ) -> Engine:
-    """An engine whose connections run as ``app_role`` (when the login may switch to it)."""
+    """An engine whose connections run as ``app_role`` (when the login may switch to it).
+
+    ``pooler="transaction"`` (``CUSTODY_DATABASE_POOLER``): the engine sits behind PgBouncer in
+    transaction pooling mode, where each transaction may run on another server connection and
+    a session's state stays behind on the connection it was set on (PgBouncer 1.18 does not
+    carry prepared statements either). Then psycopg never prepares a statement
+    (``prepare_threshold=None``; ``driver_rows`` ignores ``prepare``), the statement timeout is
+    set in every transaction (``SET LOCAL``, one statement when the transaction begins) instead
+    of once per connection, and a superuser login is refused (:class:`ConfigurationInvalid`):
+    its SET ROLE could not be kept, so the login must be the application role itself. Its cost
+    is measured in bench/RESULTS.md ("Behind PgBouncer in transaction mode").
+    """
+    if pooler not in ("none", "transaction"):
+        raise ConfigurationInvalid(f"pooler {pooler!r}: expected none or transaction")
+    per_transaction = pooler == "transaction"
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    if per_transaction:
+        connect_args["prepare_threshold"] = None
     engine = sa.create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=False,
+        connect_args=connect_args,
         **kwargs,
     )
+    timeout = str(int(statement_timeout_ms))
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Runs once per physical connection: switch away from a superuser login so that the
         # grants (SELECT/INSERT only on ledger tables) and the triggers hold for this session.
         with dbapi_conn.cursor() as cur:
-            cur.execute(f"SET statement_timeout = {int(statement_timeout_ms)}")
+            if not per_transaction:
+                cur.execute(f"SET statement_timeout = {timeout}")
             if app_role:
-                cur.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+                cur.execute("SELECT rolsuper FROM pg_roles WHERE rolname = session_user")
                 row = cur.fetchone()
+                if row and row[0] and per_transaction:
+                    dbapi_conn.close()
+                    # A SET ROLE would stay on one server connection, and an autocommit
+                    # statement has no transaction to SET LOCAL it in.
+                    raise ConfigurationInvalid(
+                        f"CUSTODY_DATABASE_POOLER=transaction: the login is a superuser; behind "
+                        f"a transaction pooler log in as {app_role} itself")
                 if row and row[0]:
                     cur.execute(f'SET ROLE "{app_role}"')
         dbapi_conn.commit()
 
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+        # An idle connection has nothing to read, unless the server ended it: a failover, a
+        # restart or pg_terminate_backend sends its FATAL and closes the socket. Such a
+        # connection is discarded here (the pool takes another, or opens one, to the new
+        # primary) instead of failing the request that would use it. A syscall, no round
+        # trip; a host that vanished without closing its sockets is found by the first
+        # statement instead (and ``config.uow`` retries what is safe to retry).
+        if _ended_by_server(dbapi_conn):
+            raise sa.exc.DisconnectionError("the server ended this pooled connection")
+
+    if per_transaction:
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            # Behind a transaction pooler a session's settings would stay on the server
+            # connection they were set on: set the timeout for this transaction only. A SET,
+            # not a SELECT of set_config(): a SET takes no snapshot, so the transaction may
+            # still begin with SET TRANSACTION ISOLATION LEVEL or SET TRANSACTION SNAPSHOT
+            # (the proof of reserves does). An autocommit statement has no transaction: it
+            # runs under the role's own statement_timeout (ALTER ROLE ... SET
+            # statement_timeout, docs/operations-engine.md).
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            if not driver.autocommit:
+                with driver.cursor() as cur:
+                    cur.execute(f"SET LOCAL statement_timeout = {timeout}")
+
     return engine
+
+
+def _ended_by_server(dbapi_conn: Any) -> bool:
+    """Whether an idle psycopg connection's socket has input waiting (its end, in practice:
+    the engine neither LISTENs nor expects anything unasked)."""
+    try:
+        fd = dbapi_conn.pgconn.socket
+    except Exception:  # noqa: BLE001 - psycopg raises when the connection is closed already
+        return True
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
 
 
 _engines: dict[str, Engine] = {}
@@ -164,7 +279,22 @@ def check_schema(url: str, app_role: str) -> None:
 def get_engine(settings: Settings | None = None) -> Engine:
     """The process-wide application engine (created on first use, after a schema check)."""
     settings = settings or get_settings()
-    url = database_url(settings)
+    return _engine_for(database_url(settings), settings)
+
+
+def get_read_engine(settings: Settings | None = None) -> Engine:
+    """The engine of reads that may be a little behind the primary: statements, histories,
+    reports, proofs of reserves (``CUSTODY_DATABASE_REPLICA_URL``; without one, the primary's
+    engine). Never for a read that approves spending: a replica lagging behind would show
+    money that is already reserved or spent (available balances, limits, reserves read the
+    primary, inside the transaction that writes)."""
+    settings = settings or get_settings()
+    if not settings.database_replica_url:
+        return get_engine(settings)
+    return _engine_for(to_sqlalchemy_url(settings.database_replica_url), settings)
+
+
+def _engine_for(url: str, settings: Settings) -> Engine:
     with _lock:
         if url not in _engines:
             check_schema(url, settings.app_role)
@@ -173,6 +303,7 @@ def get_engine(settings: Settings | None = None) -> Engine:
                 app_role=settings.app_role,
                 pool_size=settings.pool_size,
                 statement_timeout_ms=settings.statement_timeout_ms,
+                pooler=settings.database_pooler,
             )
         return _engines[url]
 
@@ -205,10 +336,13 @@ def driver_rows(conn: Connection, statement: str, params: Any, *,
     ``handle_error`` does not fire). Driver errors are re-raised as SQLAlchemy's ``DBAPIError``
     subclasses, as from any other repository function (retries read their SQLSTATE); a
     connection the driver reports broken is invalidated. ``prepare``: psycopg's (True: a
-    server-side prepared statement from the first call; None: after a few calls).
+    server-side prepared statement from the first call; None: after a few calls), ignored when
+    the connection prepares nothing (behind a transaction pooler, ``make_engine``).
     """
     driver = conn.connection.driver_connection
     assert driver is not None
+    if driver.prepare_threshold is None:
+        prepare = False
     # SQLAlchemy must know the transaction, or its commit would not reach the driver.
     assert driver.autocommit or conn.in_transaction(), "run inside the unit of work's transaction"
     cursor = driver.cursor()

@@ -30,3 +30,13 @@ class DatabaseUnavailable(CustodyError):
 
     code = "database_unavailable"
     retryable = True
+
+
+class CommitInDoubt(CustodyError):
+    """The connection was lost after COMMIT was sent and before its answer came back: the
+    transaction may or may not have committed. Resolved by looking the operation up by its key
+    (idempotency key, attempt hash, deposit key) on a new connection, never by assuming either
+    outcome (``config.uow.run_in_transaction``'s ``in_doubt``)."""
+
+    code = "commit_in_doubt"
+    retryable = True

@@ -20,7 +20,7 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -44,8 +44,19 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CUSTODY_", extra="ignore")
 
-    #: PostgreSQL URL (``postgresql://...``). Empty: start the embedded PostgreSQL.
+    #: PostgreSQL URL (``postgresql://...``). Empty: start the embedded PostgreSQL. It may name
+    #: several hosts, libpq's way (``postgresql://u@a:5432,b:5432/db?target_session_attrs=
+    #: read-write``, or ``host=a,b ... target_session_attrs=read-write``): a new connection goes
+    #: to whichever of them is the primary (docs/operations.md, "Failover").
     database_url: str = ""
+    #: What sits between the engine and PostgreSQL: ``none`` (PostgreSQL itself, or a pooler in
+    #: session mode) or ``transaction`` (PgBouncer in transaction pooling mode): no server-side
+    #: prepared statements, and the role and statement timeout set in every transaction
+    #: (``SET LOCAL``) instead of once per connection.
+    database_pooler: Literal["none", "transaction"] = "none"
+    #: A read replica for reads that may be a little behind (statements, histories, reports,
+    #: proofs of reserves); empty: they read the primary. Reads that approve spending never use it.
+    database_replica_url: str = ""
     #: Data directory of the embedded PostgreSQL, used only when ``database_url`` is empty.
     #: Absolute; a relative value is resolved against the current directory when read.
     data_dir: Path = Field(default_factory=default_data_dir)
@@ -58,7 +69,7 @@ class Settings(BaseSettings):
     #: Statement timeout of the engine's sessions.
     statement_timeout_ms: int = Field(default=30_000, ge=100)
 
-    @field_validator("database_url")
+    @field_validator("database_url", "database_replica_url")
     @classmethod
     def _postgresql_url(cls, value: str) -> str:
         if not value:
@@ -66,9 +77,11 @@ class Settings(BaseSettings):
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
+        from config.database import to_sqlalchemy_url
+
         try:
-            url = make_url(value)
-        except ArgumentError:
+            url = make_url(to_sqlalchemy_url(value))
+        except (ArgumentError, ValueError):
             raise ValueError("not a URL (expected postgresql://USER@HOST/DATABASE)") from None
         if url.get_backend_name() not in ("postgresql", "postgres"):
             raise ValueError(f"not a PostgreSQL URL (scheme {url.drivername!r}; expected "
@@ -88,7 +101,7 @@ def _problem(error: ValidationError, from_file: dict[str, Any]) -> str:
     key = "_".join(str(part) for part in first["loc"])
     name = (f"{os.environ.get('CUSTODY_SETTINGS_FILE')} [custody] {key}" if key in from_file
             else f"CUSTODY_{key.upper()}")
-    shown = "" if key == "database_url" else f"={first.get('input')!r}"
+    shown = "" if key in ("database_url", "database_replica_url") else f"={first.get('input')!r}"
     message = first["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]

@@ -197,19 +197,17 @@ class Watcher:
 
     @contextlib.contextmanager
     def _chain_lock(self) -> Iterator[None]:
-        # A session-level advisory lock on a connection of its own: two processes never run a
-        # step of the same chain at once (they would both scan and race on the cursor). It is
-        # not a row lock: node calls while holding it block nobody else's writes.
+        # An advisory lock held by a transaction kept open on a connection of its own: two
+        # processes never run a step of the same chain at once (they would both scan and race
+        # on the cursor). It is not a row lock: node calls while holding it block nobody else's
+        # writes. Ending the transaction releases it (also behind a transaction pooler).
         with self.engine.connect() as conn:
-            locked = repo.lock_chain(conn, self.chain.name)
-            conn.commit()
-            if not locked:
-                raise WatcherBusy(f"another watcher step of {self.chain.name} is running")
             try:
+                if not repo.lock_chain(conn, self.chain.name):
+                    raise WatcherBusy(f"another watcher step of {self.chain.name} is running")
                 yield
             finally:
-                repo.unlock_chain(conn, self.chain.name)
-                conn.commit()
+                conn.rollback()
 
     def _read(self, fn: Any) -> Any:
         with UnitOfWork(self.engine) as uow:

@@ -10,6 +10,7 @@ the whole unit of work on serialization failures with ``config.uow.run_in_transa
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +19,14 @@ from typing import TypeVar
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
-from config.uow import UnitOfWork, is_retryable, retry_pause, sqlstate
+from config.uow import (
+    RECONNECT_S,
+    UnitOfWork,
+    is_connection_lost,
+    is_retryable,
+    retry_pause,
+    sqlstate,
+)
 from ledger import chart, model
 from ledger import repository as repo
 from ledger.chart import AccountSpec
@@ -274,15 +282,27 @@ def post_entries(
 
 
 def _retried(call: Callable[[], _T], attempts_max: int) -> _T:
-    """``call()``, again after a pause on 40001/40P01, at most ``attempts_max`` times."""
-    for attempt in range(1, attempts_max + 1):
+    """``call()``, again after a pause on 40001/40P01, at most ``attempts_max`` times.
+
+    A lost connection is retried too, on a new connection (after a failover, the new
+    primary's), for up to ``RECONNECT_S`` seconds. The post was one autocommit statement, so
+    its outcome is in doubt when the connection broke after it was sent; the retry resolves it
+    by the idempotency key: the post function looks the key up first and returns the first
+    transaction (``replayed``) when the lost one committed, and posts it when it did not.
+    """
+    deadline = time.monotonic() + RECONNECT_S
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return call()
         except sa_exc.DBAPIError as exc:
-            if not is_retryable(exc) or attempt == attempts_max:
+            if is_connection_lost(exc) and time.monotonic() < deadline:
+                retry_pause(min(attempt, 20), 0.05)
+                continue
+            if not is_retryable(exc) or attempt >= attempts_max:
                 raise
             retry_pause(attempt)
-    raise AssertionError("unreachable")
 
 
 # --- reversals ------------------------------------------------------------------------------

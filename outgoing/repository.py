@@ -139,12 +139,8 @@ def movement_of_tx_hash(conn: Connection, kind: MovementKind, tx_hash: str) -> i
 
 
 def try_lock(conn: Connection, key: str) -> bool:
-    """Session-level lock on ``key`` (one step of one job per chain across processes; released
-    with the connection, so a killed process releases it)."""
-    return bool(conn.execute(sa.text("SELECT pg_try_advisory_lock(7322, hashtext(:k))"),
+    """Lock ``key`` in ``conn``'s transaction, held until it ends (one step of one job per chain
+    across processes; a killed process's transaction ends with its connection). Not a
+    session-level lock: see ``api.repository.jobs``."""
+    return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(7322, hashtext(:k))"),
                              {"k": key}).scalar_one())
-
-
-def unlock(conn: Connection, key: str) -> None:
-    """Release a lock taken by ``try_lock``."""
-    conn.execute(sa.text("SELECT pg_advisory_unlock(7322, hashtext(:k))"), {"k": key})

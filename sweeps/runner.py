@@ -1,8 +1,9 @@
 """The sweeper of one chain: ``step`` plans due sweeps (``planner``), then takes every gas
 top-up, sweep and cold transfer one phase further on the shared mechanism (``sending``).
 
-A step holds a session-level advisory lock per chain (``sweeps:<chain>``), so two sweeper
-processes never step one chain at once; a killed process releases it with its connection.
+A step holds an advisory lock per chain (``sweeps:<chain>``) in a transaction kept open on a
+connection of its own, so two sweeper processes never step one chain at once; a killed process
+releases it with its connection.
 Every phase is safe to repeat after a crash at any point: a nonce is taken once per movement
 and kept, only recorded attempts are sent, recorded bytes are re-sent as they are, and ledger
 entries carry idempotency keys (``<kind>:<id>:gas``). Even without the lock, two planners
@@ -75,12 +76,13 @@ def step(engine: Engine, ctx: SweepContext, *, now: datetime) -> StepReport:
     """One bounded pass over the chain's movements (see the module docstring)."""
     report = StepReport()
     key = f"sweeps:{ctx.chain.name}"
+    # The lock is held by lock_conn's transaction, kept open for the step and ended (rolled
+    # back: it wrote nothing) to release it.
     with engine.connect() as lock_conn:
         if not outgoing.try_lock(lock_conn, key):
             lock_conn.rollback()
             report.skipped_locked = True
             return report
-        lock_conn.commit()
         try:
             planner.plan(engine, ctx, now=now, report=report)
             for kind in KINDS:
@@ -91,8 +93,7 @@ def step(engine: Engine, ctx: SweepContext, *, now: datetime) -> StepReport:
                 sending.track(engine, ctx, kind, now=now, report=report)
                 sending.send(engine, ctx, kind, now=now, report=report)  # replacements
         finally:
-            outgoing.unlock(lock_conn, key)
-            lock_conn.commit()
+            lock_conn.rollback()
     if report.dust:
         log.info("sweeper on %s: %s address(es) left as dust: %s", ctx.chain.name,
                  len(report.dust), report.dust[:5])

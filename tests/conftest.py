@@ -8,6 +8,11 @@ database) that is dropped afterwards. Set ``CUSTODY_TEST_DATABASE_URL`` to use a
 The stored secrets are sealed under ``TEST_SECRETS_KEY`` (``CUSTODY_SECRETS_KEY``, set for
 this process and every process a test starts, unless the environment sets one): a test's
 ``CUSTODY_DATABASE_URL`` is a configured database, which needs the key.
+
+``engine`` talks to PostgreSQL directly, or through a real PgBouncer in transaction pooling mode
+when a test is parametrized with ``route="pgbouncer"`` (``BOTH_ROUTES``): one PgBouncer per
+worker, in front of its server, logging in as custody_app (which it makes a LOGIN role: behind
+a transaction pooler the engine refuses a superuser login).
 """
 
 from __future__ import annotations
@@ -26,13 +31,18 @@ from sqlalchemy.engine import Engine
 import migrations
 from config.database import embedded_url, make_engine, owner_engine, with_database
 from devtools.e2e import Devchain, start_devchain
+from devtools.pgbouncer import PgBouncer, start_pgbouncer
+from devtools.replica import Replica, start_replica
 from tests.support.browser import chromium
+from tests.support.pg_proxy import PgCutProxy
 
 TEMPLATE = "custody_template"
 _counter = itertools.count()
 #: The secrets key of the test processes (base64 of 32 bytes; a test value, never a real one).
 TEST_SECRETS_KEY = "dGVzdC1zZWNyZXRzLWtleS0zMi1ieXRlcy1sb25nISE="
 os.environ.setdefault("CUSTODY_SECRETS_KEY", TEST_SECRETS_KEY)
+#: Run a test twice, its ``engine`` direct and through PgBouncer in transaction mode.
+BOTH_ROUTES = pytest.mark.parametrize("route", ["direct", "pgbouncer"], indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -91,10 +101,69 @@ def database_url(server_url: str, template_url: str) -> Iterator[str]:
     _autocommit(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(scope="session")
+def pgbouncer(server_url: str) -> Iterator[PgBouncer]:
+    """PgBouncer 1.18 in transaction pooling mode in front of this worker's server."""
+    _autocommit(server_url, "ALTER ROLE custody_app LOGIN")
+    bouncer = start_pgbouncer(server_url, ("custody_app",))
+    yield bouncer
+    bouncer.stop()
+
+
+@pytest.fixture(scope="session")
+def replica(server_url: str) -> Iterator[Replica]:
+    """A streaming replica (hot standby) of this worker's server (``devtools.replica``); the
+    databases the tests create reach it through the WAL like everything else."""
+    standby = start_replica(server_url)
+    yield standby
+    standby.stop()
+
+
 @pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
+def cut_proxy(server_url: str) -> Iterator[PgCutProxy]:
+    """A PostgreSQL proxy in front of this worker's server that can cut a connection at a
+    chosen message (``tests.support.pg_proxy``)."""
+    server = sa.make_url(server_url)
+    host = server.query.get("host") or server.host or "localhost"
+    assert isinstance(host, str)
+    proxy = PgCutProxy(host, server.port or 5432)
+    yield proxy
+    proxy.close()
+
+
+def through(proxy: PgCutProxy, database_url: str) -> str:
+    """``database_url`` (same login, same database) through ``proxy``."""
+    url = sa.make_url(database_url)
+    return url.set(host="127.0.0.1", port=proxy.port,
+                   query={"sslmode": "disable"}).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def cut_engine(cut_proxy: PgCutProxy, database_url: str) -> Iterator[Engine]:
+    """The application engine on this test's database through ``cut_proxy``, with a connection
+    in its pool (so that its connect-time COMMIT is not the one a test cuts)."""
+    eng = make_engine(through(cut_proxy, database_url), pool_size=2)
+    with eng.connect():
+        pass
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def route(request: pytest.FixtureRequest) -> str:
+    """How ``engine`` reaches PostgreSQL: ``direct`` unless parametrized (``BOTH_ROUTES``)."""
+    return str(getattr(request, "param", "direct"))
+
+
+@pytest.fixture
+def engine(database_url: str, route: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
     """The application engine (runs as custody_app) on this test's database."""
-    eng = make_engine(database_url, pool_size=25)
+    if route == "pgbouncer":
+        bouncer: PgBouncer = request.getfixturevalue("pgbouncer")
+        eng = make_engine(bouncer.url(database_url, "custody_app"), pool_size=25,
+                          pooler="transaction")
+    else:
+        eng = make_engine(database_url, pool_size=25)
     yield eng
     eng.dispose()
 

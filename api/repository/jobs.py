@@ -1,7 +1,13 @@
 """The scheduler's advisory locks and its run log (``job_runs``).
 
-Each job's lock is ``pg_advisory_lock(namespace, hashtext(job))`` at session level: the caller
-holds it on a connection of its own across the step's own transactions.
+Each job's lock is ``pg_try_advisory_xact_lock(namespace, hashtext(job))``, taken in a
+transaction that the caller keeps open on a connection of its own across the step's own
+transactions and ends (commit or rollback) to release it. Not a session-level lock: behind
+PgBouncer in transaction mode, a session lock would stay on whichever server connection took it
+(held by nobody, released by nobody), while an open transaction keeps its server connection to
+itself until it ends, and a killed process's transaction is rolled back with its connection.
+The open transaction has written nothing and holds no snapshot between statements (read
+committed), so it holds back neither vacuum nor other writers.
 """
 
 from __future__ import annotations
@@ -13,15 +19,10 @@ from sqlalchemy.engine import Connection
 
 
 def try_lock(conn: Connection, namespace: int, job: str) -> bool:
-    """Take the job's session-level advisory lock unless another session holds it."""
-    return bool(conn.execute(sa.text("SELECT pg_try_advisory_lock(:ns, hashtext(:job))"),
+    """Take the job's advisory lock in ``conn``'s transaction (held until it ends) unless
+    another transaction holds it."""
+    return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:ns, hashtext(:job))"),
                              {"ns": namespace, "job": job}).scalar())
-
-
-def unlock(conn: Connection, namespace: int, job: str) -> None:
-    """Release the job's advisory lock taken by ``try_lock`` on this connection."""
-    conn.execute(sa.text("SELECT pg_advisory_unlock(:ns, hashtext(:job))"),
-                 {"ns": namespace, "job": job})
 
 
 def insert_run(conn: Connection, *, job: str, worker: str, started_at: datetime,

@@ -70,6 +70,17 @@ class ApiContext:
     _sweepers: dict[str, tuple[ChainGate, SweepContext]] = field(default_factory=dict)
     #: The staff console's signing secret, once read (``api.web.session``).
     console_secret: str | None = field(default=None, repr=False)
+    #: The read replica's engine (``CUSTODY_DATABASE_REPLICA_URL``), None without one: see
+    #: :attr:`reader`.
+    read_engine: Engine | None = None
+
+    @property
+    def reader(self) -> Engine:
+        """The engine of reads that may be a little behind: statements, deposit and withdrawal
+        histories, proof-of-reserves reports (the replica's when there is one). Nothing that
+        approves spending reads through it: balances, limits and reserves read ``engine``,
+        the primary."""
+        return self.read_engine or self.engine
 
     @cached_property
     def readers(self) -> ThreadPoolExecutor:
@@ -181,6 +192,17 @@ def get_uow(request: Request) -> Iterator[UnitOfWork]:
 
 #: A unit of work for the request (reads; a route commits it when it writes).
 Uow = Annotated[UnitOfWork, Depends(get_uow)]
+
+
+def get_read_uow(request: Request) -> Iterator[UnitOfWork]:
+    """A read-only unit of work on :attr:`ApiContext.reader` (the replica, if any)."""
+    with UnitOfWork(context(request).reader) as uow:
+        yield uow
+
+
+#: A unit of work for reads that may be a little behind (``ApiContext.reader``); never for a
+#: read that approves spending.
+ReadUow = Annotated[UnitOfWork, Depends(get_read_uow)]
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:

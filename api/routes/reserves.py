@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query
 
 from api import auth
 from api.auth import USER_ID_PATTERN, AnyScope, ReaderScope
-from api.routes.deps import AUTHED, Uow, problems
+from api.routes.deps import AUTHED, ReadUow, problems
 from api.schemas_reserves import InclusionProof, ReserveReport
 from reserves import service
 
@@ -21,7 +21,7 @@ ReportId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Report id.")]
 
 @router.get("", response_model=ReserveReport, responses=problems(*AUTHED),
             summary="The newest proof-of-reserves report")
-def latest_report(principal: AnyScope, uow: Uow) -> ReserveReport:
+def latest_report(principal: AnyScope, uow: ReadUow) -> ReserveReport:
     """The newest report: per asset liabilities, custody, treasury, on-chain holdings, the
     difference and the ratio; the liabilities root; every address with its signature
     (404 ``report_not_found`` before the first report)."""
@@ -33,7 +33,7 @@ def latest_report(principal: AnyScope, uow: Uow) -> ReserveReport:
 def user_proof(
     user_id: Annotated[str, Path(pattern=USER_ID_PATTERN, description="User id.")],
     principal: ReaderScope,
-    uow: Uow,
+    uow: ReadUow,
     report_id: Annotated[int | None, Query(ge=1, le=2**63 - 1, description=(
         "Report id (default: the newest)."))] = None,
 ) -> InclusionProof:
@@ -46,6 +46,6 @@ def user_proof(
 
 @router.get("/{report_id}", response_model=ReserveReport, responses=problems(*AUTHED),
             summary="A stored proof-of-reserves report")
-def get_report(report_id: ReportId, principal: AnyScope, uow: Uow) -> ReserveReport:
+def get_report(report_id: ReportId, principal: AnyScope, uow: ReadUow) -> ReserveReport:
     """Report ``report_id`` as published (404 ``report_not_found``)."""
     return ReserveReport.model_validate(service.report_document(uow, report_id))

@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api import auth
 from api import problems as api_problems
 from api.auth import USER_ID_PATTERN, ClientScope, Credentials, Principal, ReaderScope
-from api.routes.deps import AUTHED, ApiContext, Uow, context, problems
+from api.routes.deps import AUTHED, ApiContext, ReadUow, Uow, context, problems
 from api.routes.paging import CursorParam, FromParam, ToParam, cursor_id, page, window
 from api.routes.views import deposit_view, withdrawal_view
 from api.schemas import (
@@ -217,7 +217,7 @@ def list_deposits(
     request: Request,
     user_id: UserId,
     principal: ReaderScope,
-    uow: Uow,
+    uow: ReadUow,
     cursor: CursorParam = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     since: FromParam = None,
@@ -245,7 +245,7 @@ def list_withdrawals(
     request: Request,
     user_id: UserId,
     principal: ReaderScope,
-    uow: Uow,
+    uow: ReadUow,
     state: Annotated[list[WithdrawalState] | None, Query(description=(
         "Only withdrawals in this state (repeat for several)."))] = None,
     cursor: CursorParam = None,
@@ -274,7 +274,7 @@ def user_statement(
     request: Request,
     user_id: UserId,
     principal: ReaderScope,
-    uow: Uow,
+    uow: ReadUow,
     asset: Annotated[str, Query(pattern=r"^[A-Z0-9][A-Z0-9._-]{0,31}$",
                                 description="Ledger asset code, e.g. USDC.")],
     cursor: CursorParam = None,

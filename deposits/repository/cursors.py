@@ -12,14 +12,11 @@ from deposits.repository.common import _json
 
 
 def lock_chain(conn: Connection, chain: str) -> bool:
-    """Try to take the session-level lock that lets one watcher step run for ``chain``."""
-    return bool(conn.execute(sa.text("SELECT pg_try_advisory_lock(7311, hashtext(:c))"),
+    """Try to take the lock that lets one watcher step run for ``chain``, in ``conn``'s
+    transaction: held until that transaction ends (see ``api.repository.jobs`` for why not a
+    session-level lock)."""
+    return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(7311, hashtext(:c))"),
                              {"c": chain}).scalar())
-
-
-def unlock_chain(conn: Connection, chain: str) -> None:
-    """Release the lock of ``lock_chain``."""
-    conn.execute(sa.text("SELECT pg_advisory_unlock(7311, hashtext(:c))"), {"c": chain})
 
 
 def get_cursor(conn: Connection, chain: str, *, for_update: bool = False) -> list[tuple[int, str]]:

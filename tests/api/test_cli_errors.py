@@ -79,6 +79,10 @@ class TestBadSettings:
         ("CUSTODY_POOL_SIZE", "0", "greater than or equal to 1"),
         ("CUSTODY_POST_ATTEMPTS_MAX", "1.5", "CUSTODY_POST_ATTEMPTS_MAX='1.5'"),
         ("CUSTODY_STATEMENT_TIMEOUT_MS", "5", "CUSTODY_STATEMENT_TIMEOUT_MS='5'"),
+        ("CUSTODY_DATABASE_POOLER", "session",
+         "CUSTODY_DATABASE_POOLER='session': Input should be 'none' or 'transaction'"),
+        ("CUSTODY_DATABASE_REPLICA_URL", "mysql://u:s3cret@h/db",
+         "CUSTODY_DATABASE_REPLICA_URL: not a PostgreSQL URL"),
     ])
     def test_a_setting_that_does_not_parse_is_one_line(self, variable: str, value: str,
                                                        says: str) -> None:

@@ -17,8 +17,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from api.jobs import LOCK_NAMESPACE, Job, Stats, build_jobs, run_locked
+from api.jobs import LOCK_NAMESPACE, Job, Scheduler, Stats, build_jobs, run_locked
 from devtools.anvil import free_port
+from tests.conftest import BOTH_ROUTES
 from tests.withdrawals.conftest import config_toml
 
 RUN = "from api.cli import app; app(prog_name='custody')"  # the `custody` entry point
@@ -46,6 +47,52 @@ def test_a_job_held_elsewhere_is_skipped(engine: Engine) -> None:
         other.commit()
     assert run_locked(engine, job, stats=stats) is True
     assert ran == ["x"] and stats.skipped == {"test.job": 1} and stats.runs == {"test.job": 1}
+
+
+@BOTH_ROUTES
+def test_the_lock_is_held_for_the_whole_run_and_released_after_it(engine: Engine) -> None:
+    # Behind PgBouncer in transaction mode a session-level lock stays on whichever server
+    # connection took it: a run of the same job from another connection could land there and
+    # take it again, and an unlock sent through another server connection releases nothing.
+    inside: list[bool] = []
+    other = Job("test.held", 1.0, lambda now: None)
+    job = Job("test.held", 1.0, lambda now: inside.append(run_locked(engine, other)))
+    for _ in range(5):
+        assert run_locked(engine, job) is True
+    assert inside == [False] * 5
+
+
+def _end_every_session(owner: Engine) -> int:
+    """What a failover does to the engine's connections: the server ends them all."""
+    with owner.connect() as conn:
+        return len(conn.execute(sa.text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid()")).all())
+
+
+def test_jobs_survive_the_server_ending_every_connection(engine: Engine, owner: Engine) -> None:
+    runs: list[int] = []
+
+    def step(now: object) -> None:
+        with engine.connect() as conn:
+            runs.append(int(conn.execute(sa.text("SELECT 1")).scalar_one()))
+
+    scheduler = Scheduler(engine, [Job("test.survivor", 0.05, step)])
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(runs) < 2:
+            assert time.monotonic() < deadline, "the job did not run"
+            time.sleep(0.02)
+        assert _end_every_session(owner) >= 1
+        seen = len(runs)
+        while len(runs) < seen + 3:
+            assert time.monotonic() < deadline + 30, "the job stopped running"
+            time.sleep(0.02)
+        assert scheduler.running
+    finally:
+        scheduler.stop()
 
 
 def test_a_failing_job_is_logged_and_releases_its_lock(engine: Engine) -> None:

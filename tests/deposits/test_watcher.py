@@ -5,15 +5,18 @@ from __future__ import annotations
 import logging
 
 import pytest
+import sqlalchemy as sa
 
 from chains.evm import encode_call
 from chains.rpc import to_quantity
 from config.uow import UnitOfWork
 from deposits import repository as repo
 from deposits import service
+from deposits.errors import WatcherBusy
 from ledger import chart
 from ledger.integrity import verify
-from tests.deposits.conftest import ALICE, BOB, CAROL, Rig
+from tests.conftest import BOTH_ROUTES
+from tests.deposits.conftest import ALICE, BOB, CAROL, NOW, Rig
 
 pytestmark = pytest.mark.anvil
 
@@ -25,6 +28,7 @@ def _included_block(rig: Rig, tx_hash: str) -> int:
 
 
 class TestCrediting:
+    @BOTH_ROUTES
     def test_native_and_tokens_several_in_one_transaction(self, rig: Rig) -> None:
         alice_addr, bob_addr = rig.user("alice"), rig.user("bob")
         t = rig.tokens
@@ -122,6 +126,7 @@ class TestCrediting:
 
 
 class TestReorgs:
+    @BOTH_ROUTES
     def test_reorg_before_finality_reincluded_elsewhere_credited_once(self, rig: Rig) -> None:
         addr = rig.user("alice")
         t = rig.tokens
@@ -247,3 +252,26 @@ class TestCatchUp:
         assert sum(rig.wallet(f"u{i}", "USDC") for i in range(5)) == \
             sum(1_000_000 + n for n in range(12))
         assert verify(rig.engine).ok
+
+
+@BOTH_ROUTES
+class TestStepLock:
+    def test_one_step_per_chain_and_the_lock_ends_with_each_step(self, rig: Rig) -> None:
+        # Behind PgBouncer in transaction mode a session-level lock would stay on a server
+        # connection after its step: a later step would find it busy, or take it again there.
+        with rig.engine.connect() as holder:
+            assert repo.lock_chain(holder, rig.chain)
+            with pytest.raises(WatcherBusy):
+                rig.watcher().step(now=NOW)
+            holder.rollback()
+        tx = rig.node.transact(rig.tokens.usdc, "transfer", [rig.user("alice"), 5_000_000],
+                               ALICE)
+        rig.mine_to(_included_block(rig, tx) + 2)
+        for _ in range(5):
+            rig.watcher().step(now=NOW)  # a new watcher each time: none is busy
+        assert rig.deposits(tx) == {"log:0": "credited"}
+        # No step left the lock behind: it is free from another connection while the one the
+        # steps used last is kept busy (PgBouncer hands out its last used server first).
+        with rig.engine.connect() as busy, rig.engine.connect() as probe:
+            busy.execute(sa.text("SELECT 1"))
+            assert repo.lock_chain(probe, rig.chain)

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from config.uow import UnitOfWork, run_in_transaction
 from ledger import integrity, service
 from ledger.errors import IdempotencyConflict, InsufficientFunds, ReversalExceedsOriginal
+from tests.conftest import BOTH_ROUTES
 from tests.ledger.conftest import Book, transfer
 
 T = TypeVar("T")
@@ -40,6 +41,7 @@ def assert_ledger_sound(book: Book) -> None:
     assert report.ok, [str(d) for d in report.discrepancies]
 
 
+@BOTH_ROUTES
 class TestIdempotencyUnderConcurrency:
     def test_50_identical_requests_make_one_transaction(self, book: Book) -> None:
         wallet = book.wallet("u1")
@@ -56,6 +58,7 @@ class TestIdempotencyUnderConcurrency:
         assert_ledger_sound(book)
 
 
+@BOTH_ROUTES
 class TestOverdraftRace:
     def test_exactly_the_funded_spends_succeed(self, book: Book) -> None:
         wallet = book.wallet("u1")
@@ -124,6 +127,7 @@ class TestHotAccount:
         print(f"10,000 hot-account transfers from 20 connections in {elapsed:.1f} s")
 
 
+@BOTH_ROUTES
 class TestConcurrentReversals:
     def test_partial_reversals_never_exceed_the_original(self, book: Book) -> None:
         original = book.deposit("u1", 100, "d1")
@@ -153,6 +157,7 @@ class TestConcurrentReversals:
         assert_ledger_sound(book)
 
 
+@BOTH_ROUTES
 class TestNoDeadlocks:
     def test_crossing_transfers_all_succeed(self, book: Book) -> None:
         wallets = [book.wallet(f"u{i}") for i in range(6)]
@@ -171,6 +176,7 @@ class TestNoDeadlocks:
         assert_ledger_sound(book)
 
 
+@BOTH_ROUTES
 class TestRebuildWhilePosting:
     def test_rebuild_loses_no_update(self, book: Book, owner: sa.Engine) -> None:
         wallets = [book.wallet(f"u{i}") for i in range(10)]
@@ -204,6 +210,7 @@ class TestRebuildWhilePosting:
         assert_ledger_sound(book)
 
 
+@BOTH_ROUTES
 class TestKeyRace:
     def test_same_key_on_disjoint_accounts_one_wins_the_other_conflicts(self, book: Book) -> None:
         # Disjoint accounts take no common lock, so both pass the key lookup; the unique index
@@ -232,6 +239,7 @@ def assert_ledger_sound_ignoring_custody(book: Book) -> None:
     assert {d.kind for d in report.discrepancies} <= {"custody_mismatch"}, report.discrepancies
 
 
+@BOTH_ROUTES
 class TestBatchWritersRace:
     def test_batches_never_overdraw_and_post_exactly_what_is_funded(self, book: Book) -> None:
         # Batches write first and lock the balance rows last, re-judging funds under the lock

@@ -32,6 +32,7 @@ from ledger.model import Entry, credit, debit
 from reconcile.model import CaseType
 from reserves import merkle, service
 from reserves.errors import ReportInconsistent, ReportNotFound
+from tests.conftest import BOTH_ROUTES
 from tests.reconcile.conftest import alerts, all_cases
 from tests.withdrawals.conftest import CHAIN, fund, open_book
 
@@ -73,6 +74,7 @@ def _leaves(engine: Engine, report_id: int) -> dict[tuple[str, str], int]:
                 if int(v)}
 
 
+@BOTH_ROUTES
 def test_liabilities_are_the_postings_up_to_the_watermark_while_posts_go_on(
         engine: Engine) -> None:
     open_book(engine)

@@ -22,6 +22,7 @@ from config.withdrawals import WithdrawalsConfig
 from ledger import chart
 from ledger import service as ledger
 from ledger.model import Account, Entry, credit, debit, format_amount
+from tests.conftest import BOTH_ROUTES
 from withdrawals import errors, service
 from withdrawals import repository as repo
 from withdrawals.model import State
@@ -173,6 +174,7 @@ class TestOpenReserve:
         assert new.used_minor == 30_000_000
         assert set(new.accounts) == {"user:u1:wallet", "user:u1:withdrawals"}
 
+    @BOTH_ROUTES
     def test_holds_the_users_asset_lock_until_commit(self, wbook: Engine) -> None:
         with UnitOfWork(wbook) as holder:
             open_for(holder)
@@ -197,6 +199,7 @@ class TestOpenReserve:
         assert sqlstate(refused.value) == "22004"
 
 
+@BOTH_ROUTES
 class TestSameKeyAcrossAssets:
     def test_concurrent_same_key_in_two_assets_is_one_withdrawal(
             self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:

@@ -22,6 +22,7 @@ from ledger import service as ledger
 from ledger.errors import InsufficientFunds
 from ledger.integrity import verify
 from ledger.model import Entry, credit, debit
+from tests.conftest import BOTH_ROUTES
 from withdrawals import errors, service
 from withdrawals import repository as repo
 from withdrawals.model import State
@@ -156,6 +157,7 @@ class TestRequest:
         service.request_withdrawal(wbook, cfg, own, req(amount=4_900_000_000, key="c"), now=T0)
 
 
+    @BOTH_ROUTES
     def test_daily_limit_holds_under_concurrent_requests(
             self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
         # Limit 20,000: of 40 concurrent 900 requests (funded for all), exactly 22 fit.
@@ -240,6 +242,7 @@ class TestIdempotency:
         with pytest.raises(errors.WithdrawalKeyConflict):
             service.request_withdrawal(wbook, cfg, own, req(amount=31_000_000), now=T0)
 
+    @BOTH_ROUTES
     def test_same_key_100_times_concurrently_is_one_withdrawal(
             self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
         with ThreadPoolExecutor(max_workers=20) as pool:
@@ -251,6 +254,7 @@ class TestIdempotency:
         assert count(wbook, "withdrawals") == 1
         assert balance(wbook, "user:u1:wallet") == 118_000_000
 
+    @BOTH_ROUTES
     def test_200_concurrent_requests_reserve_exactly_10(
             self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:
         # Funded for exactly 10 withdrawals of 10 + 2 max fee.

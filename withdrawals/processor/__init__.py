@@ -45,8 +45,9 @@ Gas is booked exactly: the receipt's wei are converted to the native asset's led
 (``withdrawals.model.to_ledger_units``; a coarser scale is refused when the configuration is
 loaded).
 
-A step holds a session-level advisory lock per chain, so two processes never step one chain at
-once; a killed process releases it with its connection. Every phase is safe to repeat after a
+A step holds an advisory lock per chain in a transaction kept open on a connection of its own,
+so two processes never step one chain at once; a killed process releases it with its
+connection. Every phase is safe to repeat after a
 crash at any point: signed bytes are re-sent as they are (same hash), a replacement keeps the
 withdrawal's nonce, and ledger entries carry idempotency keys.
 
@@ -113,12 +114,13 @@ def step(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
          now: datetime) -> StepReport:
     """One bounded pass over the chain's withdrawals (see the module docstring)."""
     report = StepReport()
+    # The lock is held by lock_conn's transaction, kept open for the step and ended (rolled
+    # back: it wrote nothing) to release it.
     with engine.connect() as lock_conn:
         if not repo.try_lock_chain(lock_conn, ctx.chain.name):
             lock_conn.rollback()
             report.skipped_locked = True
             return report
-        lock_conn.commit()
         try:
             _sign_reserved(engine, cfg, ctx, now=now, report=report)  # nonces and caps taken
             _sign_assigned(engine, cfg, ctx, now=now, report=report)  # signed, then recorded
@@ -127,8 +129,7 @@ def step(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
             _send_signed(engine, cfg, ctx, now=now, report=report)  # replacements just signed
             _close_nonces(engine, cfg, ctx, now=now, report=report)
         finally:
-            repo.unlock_chain(lock_conn, ctx.chain.name)
-            lock_conn.commit()
+            lock_conn.rollback()
     return report
 
 

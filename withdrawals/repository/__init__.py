@@ -37,7 +37,6 @@ from withdrawals.repository.attempts import (
     insert_attempt,
     list_attempts,
     try_lock_chain,
-    unlock_chain,
     withdrawal_of_tx_hash,
 )
 from withdrawals.repository.decisions import DecisionRecord, insert_decision, list_decisions
@@ -124,5 +123,4 @@ __all__ = [
     "resolve_case",
     "tokens_of",
     "try_lock_chain",
-    "unlock_chain",
 ]

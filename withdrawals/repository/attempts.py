@@ -1,6 +1,6 @@
 """The processor's side of the shared outgoing mechanism (``outgoing.repository``): the
 withdrawal's attempts in ``outgoing_attempts`` (kind ``withdrawal``), the hot wallet's nonces,
-and the session-level lock that lets one processor step run per chain."""
+and the lock that lets one processor step run per chain."""
 
 from __future__ import annotations
 
@@ -43,10 +43,6 @@ def withdrawal_of_tx_hash(conn: Connection, tx_hash: str) -> int | None:
 
 
 def try_lock_chain(conn: Connection, chain: str) -> bool:
-    """Session-level lock: one processor step per chain across processes (released on close)."""
+    """One processor step per chain across processes: a lock held until ``conn``'s transaction
+    ends (``outgoing.repository.try_lock``)."""
     return outgoing.try_lock(conn, chain)
-
-
-def unlock_chain(conn: Connection, chain: str) -> None:
-    """Release the processor lock of ``chain``."""
-    outgoing.unlock(conn, chain)

@@ -133,7 +133,9 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
             landed_attempt_id=None, requested_at=now, state_changed_at=now, unknown_since=None)
         return Requested(_reserve(uow, policy, w, opened, now=now), False)
 
-    return run_in_transaction(engine, work)
+    # A commit whose answer was lost is resolved by the request key: ``work`` looks it up first
+    # (under the limit lock) and returns the withdrawal if the lost commit made it.
+    return run_in_transaction(engine, work, in_doubt=work)
 
 
 def _check_limits(uow: UnitOfWork, cfg: WithdrawalsConfig, req: WithdrawalRequest,
