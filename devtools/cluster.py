@@ -172,7 +172,7 @@ class Backups:
         if done.returncode != 0:
             raise ClusterUnavailable(f"pgbackrest {' '.join(args)} exited {done.returncode}: "
                                      f"{done.stderr.strip() or done.stdout.strip()}")
-        return done.stdout
+        return str(done.stdout)
 
     def restore_to_time(self, target: str, data_dir: Path) -> None:
         """Restore the newest backup into the empty ``data_dir`` and set recovery to stop at
@@ -254,9 +254,10 @@ class Cluster:
         standby streaming from it."""
         require_tools()
         _own(base)
-        cluster = cls(base, backups=Backups(base / "backup"))
+        backups = Backups(base / "backup")
+        backups.write_config(base)
+        cluster = cls(base, backups=backups)
         cluster.nodes = [Node("pg1", base / "pg1"), Node("pg2", base / "pg2")]
-        cluster.backups.write_config(base)
         try:
             cluster._start_etcd(timeout_s)
             for node in cluster.nodes:
@@ -300,7 +301,9 @@ class Cluster:
             "bootstrap": {
                 "dcs": {
                     "ttl": TTL_S, "loop_wait": LOOP_WAIT_S, "retry_timeout": RETRY_TIMEOUT_S,
-                    "maximum_lag_on_failover": 0,
+                    # Only the synchronous standby may be promoted (synchronous_mode), and it has
+                    # every committed transaction; the lag it may show is uncommitted WAL.
+                    "maximum_lag_on_failover": 16 * 1024 * 1024,
                     "primary_start_timeout": 0,
                     "synchronous_mode": True, "synchronous_mode_strict": True,
                     "postgresql": {"use_pg_rewind": True, "parameters": {
@@ -358,14 +361,16 @@ class Cluster:
             (n for n in self.nodes if n is not other_than and n.is_primary()), None), timeout_s)
 
     def sync_standby(self) -> Node | None:
-        """The node the primary replicates to synchronously and that is streaming now."""
+        """The node Patroni has made the synchronous standby (its ``sync`` key in etcd, the only
+        node it may promote) and that streams from the primary now."""
         for node in self.nodes:
-            status = node.status() or {}
-            if status.get("role") in ("master", "primary"):
-                for r in status.get("replication") or []:
-                    if r.get("sync_state") == "sync" and r.get("state") == "streaming":
-                        return next((n for n in self.nodes if n.name == r.get("application_name")),
-                                    None)
+            members = (_get_json(f"{node.api}/cluster") or {}).get("members") or []
+            if any(m.get("role") in ("leader", "master", "primary") for m in members):
+                for m in members:
+                    if m.get("role") == "sync_standby" and m.get("state") in ("streaming",
+                                                                              "running"):
+                        return next((n for n in self.nodes if n.name == m.get("name")), None)
+                return None
         return None
 
     def wait_sync_standby(self, timeout_s: float = 120.0) -> Node:
@@ -392,8 +397,9 @@ class Cluster:
         for node in self.nodes:
             path = node.base / "patroni.out"
             if path.exists():
-                parts.append(f"--- {node.name}\n" + "\n".join(
-                    path.read_text(errors="replace").splitlines()[-30:]))
+                lines = [line for line in path.read_text(errors="replace").splitlines()
+                         if "INFO: no action." not in line]
+                parts.append(f"--- {node.name}\n" + "\n".join(lines[-40:]))
         return "\n".join(parts)
 
     def stop(self) -> None:
