@@ -174,13 +174,21 @@ class Backups:
                                      f"{done.stderr.strip() or done.stdout.strip()}")
         return str(done.stdout)
 
-    def restore_to_time(self, target: str, data_dir: Path) -> None:
-        """Restore the newest backup into the empty ``data_dir`` and set recovery to stop at
-        ``target`` (a timestamp with time zone) and promote there."""
+    def newest_backup(self) -> str:
+        """The label of the newest backup in the repository (``pgbackrest info``)."""
+        stanzas = json.loads(self.run("info", "--output=json"))
+        return str(stanzas[0]["backup"][-1]["label"])
+
+    def restore_to_time(self, backup: str, target: str, data_dir: Path) -> None:
+        """Restore the backup labelled ``backup`` into the empty ``data_dir`` and set recovery
+        to replay the archived WAL up to ``target`` (a timestamp with time zone) and promote
+        there. The set is named: left to choose, pgBackRest takes the newest backup that
+        stopped before the target, and its stop times have a resolution of one second."""
+        _own(data_dir.parent)
         _own(data_dir)
         data_dir.chmod(0o700)
-        self.run("restore", f"--pg1-path={data_dir}", "--type=time", f"--target={target}",
-                 "--target-action=promote")
+        self.run("restore", f"--pg1-path={data_dir}", f"--set={backup}", "--type=time",
+                 f"--target={target}", "--target-action=promote")
 
 
 @dataclass
@@ -347,8 +355,7 @@ class Cluster:
 
     def node_url(self, node: Node, database: str = "postgres") -> str:
         """A SQLAlchemy URL of one node (no failover): for reading a node directly."""
-        return (f"postgresql+psycopg://{SUPERUSER}:{PASSWORD}@127.0.0.1:{node.pg_port}/"
-                f"{database}")
+        return server_url(node.pg_port, database)
 
     def primary(self) -> Node | None:
         """The node Patroni runs as primary now, if any."""
@@ -377,14 +384,25 @@ class Cluster:
         """Wait until the primary has a synchronous standby streaming from it."""
         return wait_for("a synchronous standby", self.sync_standby, timeout_s)
 
-    def backup(self) -> None:
-        """Create the stanza (once) and take a full backup of the primary."""
+    def _backrest(self, *args: str) -> str:
+        """Run pgBackRest against the primary (wherever it is now)."""
         assert self.backups is not None
         primary = self.wait_primary()
-        where = (f"--pg1-path={primary.data_dir}", f"--pg1-port={primary.pg_port}")
+        return self.backups.run(f"--pg1-path={primary.data_dir}",
+                                f"--pg1-port={primary.pg_port}", *args)
+
+    def backup(self) -> str:
+        """Create the stanza (once), take a full backup of the primary, return its label."""
+        assert self.backups is not None
         if not (self.backups.base / "repo" / "backup" / STANZA).exists():
-            self.backups.run(*where, "stanza-create")
-        self.backups.run(*where, "--type=full", "backup")
+            self._backrest("stanza-create")
+        self._backrest("--type=full", "backup")
+        return self.backups.newest_backup()
+
+    def archive_now(self) -> None:
+        """Switch the primary to a new WAL segment and wait until the finished one is in the
+        repository (``pgbackrest check``): everything committed so far can be restored."""
+        self._backrest("check")
 
     def restart_patroni(self, node: Node) -> None:
         """Start ``node``'s Patroni again (as its supervisor would after a crash): it demotes a
@@ -405,6 +423,9 @@ class Cluster:
     def stop(self) -> None:
         """Stop both nodes (Patroni stops its server; a server left without its Patroni is
         stopped directly) and etcd."""
+        for node in self.nodes:  # Both at once: each Patroni stops its server first.
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.terminate()
         for node in self.nodes:
             _stop(node.proc)
         for node in self.nodes:
@@ -413,14 +434,24 @@ class Cluster:
         _stop(self.etcd)
 
 
+def server_url(port: int, database: str = "postgres") -> str:
+    """The SQLAlchemy URL of the server on ``port`` of 127.0.0.1 (the superuser's login)."""
+    return f"postgresql+psycopg://{SUPERUSER}:{PASSWORD}@127.0.0.1:{port}/{database}"
+
+
 def start_server(data_dir: Path, port: int, socket_dir: Path, *,
                  options: Sequence[str] = ()) -> None:
-    """Start a lone PostgreSQL 15 server on ``data_dir`` (a restored one) with ``pg_ctl``."""
+    """Start a lone PostgreSQL 15 server on ``data_dir`` (a restored one) with ``pg_ctl``; its
+    log is ``<data_dir>.log``."""
     opts = " ".join([f"-p {port}", "-c listen_addresses=127.0.0.1",
                      f"-c unix_socket_directories={socket_dir}", *options])
-    subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data_dir), "-o", opts, "-l",
-                    str(data_dir.parent / f"{data_dir.name}.log"), "-w", "-t", "120", "start"],
-                   check=True, capture_output=True, timeout=180, **_as_postgres())
+    log = data_dir.parent / f"{data_dir.name}.log"
+    done = subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data_dir), "-o", opts, "-l",
+                           str(log), "-w", "-t", "120", "start"], capture_output=True, text=True,
+                          timeout=180, **_as_postgres())
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        raise ClusterUnavailable(f"pg_ctl start exited {done.returncode}: {done.stderr}{tail}")
 
 
 def stop_server(data_dir: Path) -> None:
