@@ -1,14 +1,15 @@
 """Failover under load: SIGKILL the primary's postmaster, then (second round) Patroni itself,
-while threads post to the ledger and reserve withdrawals and the processor pays them on anvil.
+while threads post to the ledger and reserve withdrawals, deposits arrive on anvil for the
+watcher to credit, and the processor pays the withdrawals out.
 
 Patroni promotes the synchronous standby each time and the engine carries on through the
 cluster's multi-host URL. Afterwards every operation the engine acknowledged is on the new
 primary exactly once (counted by key); every one that raised is in doubt, and is resolved by
-repeating it with its key, after which it too is there once; no withdrawal was paid twice on
-chain; ``custody verify`` passes on the cluster. Each round prints how long writes were
-unavailable: the longest stretch without an acknowledged write from the SIGKILL until the old
-primary is back as the synchronous standby (after a postmaster's death: from the SIGKILL to the
-first write acknowledged after it).
+repeating it with its key, after which it too is there once; every deposit is credited once and
+no withdrawal was paid twice on chain; ``custody verify`` passes on the cluster. Each round
+prints how long writes were unavailable: the longest stretch without an acknowledged write from
+the SIGKILL until the old primary is back as the synchronous standby (after a postmaster's
+death: from the SIGKILL to the first write acknowledged after it).
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from eth_account import Account
+from eth_utils.address import to_checksum_address
 from sqlalchemy.engine import Engine
 
+from chains.addresses import MnemonicAddressSource
 from chains.evm import TRANSFER_TOPIC
 from config.database import owner_engine
 from config.uow import UnitOfWork
+from deposits import service as deposits
+from devtools.anvil import DEV_ACCOUNTS, DEV_MNEMONIC
 from devtools.cluster import Cluster, Node, wait_for
 from ledger import service as ledger
 from ledger.model import Account as LedgerAccount
@@ -48,6 +53,7 @@ WRITERS = 3
 RESERVES_MAX = 30
 #: Acknowledged writes wanted before each kill and after each failover.
 ACKS_AROUND_KILL = 15
+SENDER = DEV_ACCOUNTS[0]
 
 
 @dataclass
@@ -145,12 +151,12 @@ class Load:
         return max((b - a for a, b in zip(edges, edges[1:], strict=False)), default=until - t)
 
 
-class Processor:
-    """``python -m withdrawals.processor devnet`` on the cluster's URL, restarted when it exits
+class Service:
+    """An engine process (``python -m ...``) on the cluster's URL, started again when it exits
     (as its service manager would); ``restarts`` counts those."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env, self.log = env, log
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path) -> None:
+        self.argv, self.env, self.log = argv, env, log
         self.restarts = 0
         self._stop = threading.Event()
         self.proc = self._spawn()
@@ -159,9 +165,8 @@ class Processor:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         with self.log.open("ab") as out:
-            return subprocess.Popen(
-                [sys.executable, "-m", "withdrawals.processor", "devnet", "--interval-s", "0.1"],
-                cwd=ROOT, env=self.env, stdout=out, stderr=out)
+            return subprocess.Popen([sys.executable, "-m", *self.argv], cwd=ROOT, env=self.env,
+                                    stdout=out, stderr=out)
 
     def _supervise(self) -> None:
         while not self._stop.wait(0.5):
@@ -174,6 +179,36 @@ class Processor:
         self.thread.join(timeout=10)
         self.proc.kill()
         self.proc.wait(timeout=10)
+
+
+class Deposits:
+    """Sends a token deposit to a user's deposit address every ``interval_s`` and mines, until
+    stopped; the watcher credits them once final."""
+
+    def __init__(self, engine: Engine, net: Devnet, interval_s: float = 0.3) -> None:
+        self.net, self.interval_s = net, interval_s
+        self.sent: list[str] = []
+        self._stop = threading.Event()
+        net.node.transact(net.token, "mint", [to_checksum_address(SENDER), 10**15])
+        source = MnemonicAddressSource(DEV_MNEMONIC, account=1)
+        with UnitOfWork(engine) as uow:
+            self.addresses = [to_checksum_address(
+                deposits.assign_address(uow, "evm", u, source)) for u in USERS]
+            uow.commit()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.wait(self.interval_s):
+            to = self.addresses[i % len(self.addresses)]
+            self.sent.append(self.net.node.transact(self.net.token, "transfer",
+                                                    [to, 1_000_000 + i], SENDER))
+            self.net.node.mine(1)  # Blocks for the finality of deposits and payouts.
+            i += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=30)
 
 
 def _counts(cluster: Cluster, ops: list[Op]) -> Counter[str]:
@@ -195,9 +230,25 @@ def _counts(cluster: Cluster, ops: list[Op]) -> Counter[str]:
     return Counter({k: int(n) for k, n in [*posts, *reserves]})
 
 
-def _failover(cluster: Cluster, load: Load, kill: str) -> float:
+@dataclass
+class Round:
+    """The figures of one failover, in seconds from the SIGKILL."""
+
+    kill: str
+    promoted_s: float  # until the synchronous standby ran as the primary
+    whole_s: float  # until the old primary was back as its synchronous standby
+    unavailable_s: float  # the longest stretch without an acknowledged write
+
+    def __str__(self) -> str:
+        return (f"SIGKILL of the primary's {self.kill}: writes unavailable "
+                f"{self.unavailable_s:.1f} s, standby promoted after {self.promoted_s:.1f} s, "
+                f"old primary back as synchronous standby after {self.whole_s:.1f} s")
+
+
+def _failover(cluster: Cluster, load: Load, kill: str) -> Round:
     """Kill the primary's postmaster or its Patroni; wait for the synchronous standby to take
-    over and for writes to go through again; return the write unavailability in seconds."""
+    over, for writes to go through again and for the old primary to follow as the synchronous
+    standby."""
     primary, standby = cluster.wait_primary(), cluster.wait_sync_standby()
     before = time.monotonic()
     wait_for("writes before the kill", lambda: len(load.acked_after(before)) >= ACKS_AROUND_KILL,
@@ -208,36 +259,45 @@ def _failover(cluster: Cluster, load: Load, kill: str) -> float:
     else:
         primary.kill_patroni()
     promoted: Node = cluster.wait_primary(other_than=primary, timeout_s=120)
+    promoted_s = time.monotonic() - killed_at
     assert promoted is standby, "Patroni promoted a node that was not the synchronous standby"
     if kill == "patroni":
         # Its server still runs as a primary; Patroni, started again, demotes it and rejoins.
         cluster.restart_patroni(primary)
+    assert cluster.wait_sync_standby(timeout_s=180) is primary
+    whole_s = time.monotonic() - killed_at
     wait_for("writes after the failover",
              lambda: len(load.acked_after(killed_at)) >= ACKS_AROUND_KILL, 180)
-    assert cluster.wait_sync_standby(timeout_s=180) is primary
-    return load.unavailable_s(killed_at, time.monotonic())
+    return Round(kill, promoted_s, whole_s, load.unavailable_s(killed_at, time.monotonic()))
 
 
 def test_failover_under_load_loses_no_acknowledged_write(cluster: Cluster, cluster_url: str,
                                                          tmp_path: Path) -> None:
     net = start_devnet(finality="confirmations:2", automine=True)
     engine = cluster_engine(cluster_url, pool_size=WRITERS)
-    processor: Processor | None = None
+    services: list[Service] = []
     try:
         open_book(engine)
         fund(engine, USERS, 10**12)
         env = {**os.environ, "CUSTODY_DATABASE_URL": cluster_url, KEY_ENV: net.key,
                "CUSTODY_CONFIG": str(write_config(tmp_path, net.toml))}
-        processor = Processor(env, tmp_path / "processor.log")
+        sent = Deposits(engine, net)
+        services = [
+            Service(["withdrawals.processor", "devnet", "--interval-s", "0.1"], env,
+                    tmp_path / "processor.log"),
+            Service(["api.cli", "watch", "--chain", "devnet", "--poll-interval-s", "0.1"], env,
+                    tmp_path / "watcher.log")]
         load = Load(engine, net)
         load.start()
-        unavailable = {kill: _failover(cluster, load, kill) for kill in ("postmaster", "patroni")}
+        sent.thread.start()
+        rounds = [_failover(cluster, load, kill) for kill in ("postmaster", "patroni")]
         load.stop()
-        print(f"\nwrites unavailable: {unavailable['postmaster']:.1f} s after SIGKILL of the "
-              f"primary's postmaster, {unavailable['patroni']:.1f} s after SIGKILL of its "
-              f"Patroni; {len(load.ops)} writes, "
-              f"{sum(o.error is not None for o in load.ops)} in doubt; "
-              f"processor restarted {processor.restarts} times")
+        sent.stop()
+        print("", *rounds, sep="\n")
+        print(f"{len(load.ops)} writes, "
+              f"{sum(o.error is not None for o in load.ops)} in doubt, {len(sent.sent)} deposits; "
+              f"processor and watcher restarted {services[0].restarts} and "
+              f"{services[1].restarts} times")
 
         acked = [o for o in load.ops if o.acked_at is not None]
         doubt = [o for o in load.ops if o.error is not None]
@@ -252,8 +312,8 @@ def test_failover_under_load_loses_no_acknowledged_write(cluster: Cluster, clust
         assert {o.key: counts[o.key] for o in load.ops} == {o.key: 1 for o in load.ops}
 
         ids = _withdrawal_ids(engine, [o.key for o in load.ops if o.kind == "reserve"])
-        wait_for("every withdrawal settled", lambda: _all_terminal(engine, net, ids), 180,
-                 interval_s=0.3)
+        wait_for("every withdrawal settled and every deposit credited",
+                 lambda: _all_done(engine, net, ids, sent.sent), 240, interval_s=0.3)
         _check_paid_once(engine, net, ids)
         verified = subprocess.run([sys.executable, "-m", "api.cli", "verify"], env=env, cwd=ROOT,
                                   capture_output=True, text=True, timeout=180, check=False)
@@ -262,8 +322,8 @@ def test_failover_under_load_loses_no_acknowledged_write(cluster: Cluster, clust
         print(cluster.logs())
         raise
     finally:
-        if processor is not None:
-            processor.stop()
+        for service_ in services:
+            service_.stop()
         engine.dispose()
         net.node.stop()
 
@@ -274,9 +334,23 @@ def _withdrawal_ids(engine: Engine, keys: list[str]) -> list[int]:
             "SELECT id FROM withdrawals WHERE request_key = ANY(:k)"), {"k": keys}).scalars())
 
 
-def _all_terminal(engine: Engine, net: Devnet, ids: list[int]) -> bool:
+def _credits(engine: Engine, tx_hashes: list[str]) -> Counter[str]:
+    """Ledger transactions per deposit transaction (one transfer each: key
+    ``deposit:devnet:<tx>:<position>``)."""
+    with UnitOfWork(engine) as uow:
+        keys = uow.conn.execute(sa.text(
+            "SELECT idempotency_key FROM ledger_transactions WHERE idempotency_key = ANY("
+            "SELECT 'deposit:devnet:' || tx_hash || ':' || position FROM deposits "
+            "WHERE tx_hash = ANY(:t))"), {"t": tx_hashes}).scalars()
+        return Counter(key.split(":")[2] for key in keys)
+
+
+def _all_done(engine: Engine, net: Devnet, ids: list[int], deposits_sent: list[str]) -> bool:
     net.node.mine(1)
-    return all(service.get_withdrawal(engine, i).state.terminal for i in ids)
+    credits = _credits(engine, deposits_sent)
+    assert max(credits.values(), default=0) <= 1, "a deposit was credited twice"
+    return (all(service.get_withdrawal(engine, i).state.terminal for i in ids)
+            and set(credits) == set(deposits_sent))
 
 
 def _check_paid_once(engine: Engine, net: Devnet, ids: list[int]) -> None:
