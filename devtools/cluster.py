@@ -421,16 +421,16 @@ class Cluster:
         return "\n".join(parts)
 
     def stop(self) -> None:
-        """Stop both nodes (Patroni stops its server; a server left without its Patroni is
-        stopped directly) and etcd."""
-        for node in self.nodes:  # Both at once: each Patroni stops its server first.
-            if node.proc is not None and node.proc.poll() is None:
-                node.proc.terminate()
+        """Stop everything at once, for a cluster whose data is thrown away: SIGKILL both
+        Patronis (so neither restarts or promotes its server), stop the servers in immediate
+        mode, then etcd."""
         for node in self.nodes:
-            _stop(node.proc)
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.kill()
+                node.proc.wait(timeout=10)
         for node in self.nodes:
             if (node.data_dir / "postmaster.pid").exists():
-                stop_server(node.data_dir)
+                stop_server(node.data_dir, mode="immediate")
         _stop(self.etcd)
 
 
@@ -454,7 +454,7 @@ def start_server(data_dir: Path, port: int, socket_dir: Path, *,
         raise ClusterUnavailable(f"pg_ctl start exited {done.returncode}: {done.stderr}{tail}")
 
 
-def stop_server(data_dir: Path) -> None:
-    """Stop the server on ``data_dir`` (fast shutdown) if it runs."""
-    subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data_dir), "-m", "fast", "-w", "-t", "60",
+def stop_server(data_dir: Path, *, mode: str = "fast") -> None:
+    """Stop the server on ``data_dir`` if it runs (``pg_ctl stop -m mode``)."""
+    subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data_dir), "-m", mode, "-w", "-t", "60",
                     "stop"], capture_output=True, timeout=90, **_as_postgres())
