@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,8 +272,9 @@ def _failover(cluster: Cluster, load: Load, kill: str) -> Round:
     return Round(kill, promoted_s, whole_s, load.unavailable_s(killed_at, time.monotonic()))
 
 
-def test_failover_under_load_loses_no_acknowledged_write(cluster: Cluster, cluster_url: str,
-                                                         tmp_path: Path) -> None:
+def test_failover_under_load_loses_no_acknowledged_write(
+        cluster: Cluster, cluster_url: str, tmp_path: Path,
+        record_property: Callable[[str, object], None]) -> None:
     net = start_devnet(finality="confirmations:2", automine=True)
     engine = cluster_engine(cluster_url, pool_size=WRITERS)
     services: list[Service] = []
@@ -293,11 +295,12 @@ def test_failover_under_load_loses_no_acknowledged_write(cluster: Cluster, clust
         rounds = [_failover(cluster, load, kill) for kill in ("postmaster", "patroni")]
         load.stop()
         sent.stop()
-        print("", *rounds, sep="\n")
-        print(f"{len(load.ops)} writes, "
-              f"{sum(o.error is not None for o in load.ops)} in doubt, {len(sent.sent)} deposits; "
-              f"processor and watcher restarted {services[0].restarts} and "
-              f"{services[1].restarts} times")
+        figures = "\n".join([*map(str, rounds), (
+            f"{len(load.ops)} writes, {sum(o.error is not None for o in load.ops)} in doubt, "
+            f"{len(sent.sent)} deposits; processor and watcher restarted "
+            f"{services[0].restarts} and {services[1].restarts} times")])
+        print(figures)
+        record_property("figures", figures)  # Printed after the run (tests/conftest.py).
 
         acked = [o for o in load.ops if o.acked_at is not None]
         doubt = [o for o in load.ops if o.error is not None]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,13 +40,16 @@ def _post(engine: sa.Engine, keys: list[str]) -> None:
 
 
 def test_restore_to_a_point_in_time_holds_exactly_what_was_committed_before_it(
-        cluster: Cluster, cluster_url: str) -> None:
+        cluster: Cluster, cluster_url: str,
+        record_property: Callable[[str, object], None]) -> None:
     # The primary's own URL: failing over is not this test's subject.
     engine = make_engine(cluster.node_url(cluster.wait_primary(), DATABASE), pool_size=2)
     try:
         open_book(engine)
         fund(engine, ["u1"], 1_000)
+        started = time.monotonic()
         backup = cluster.backup()
+        backup_s = time.monotonic() - started
         before, after = [f"pitr:before:{i}" for i in range(POSTS)], [
             f"pitr:after:{i}" for i in range(POSTS)]
         _post(engine, before)
@@ -59,6 +64,7 @@ def test_restore_to_a_point_in_time_holds_exactly_what_was_committed_before_it(
 
     assert cluster.backups is not None
     restored = cluster.base / "restored" / "data"
+    started = time.monotonic()
     cluster.backups.restore_to_time(backup, target, restored)
     port = free_port()
     # The restored configuration is the primary's, written by Patroni: no archiving into the
@@ -70,6 +76,9 @@ def test_restore_to_a_point_in_time_holds_exactly_what_was_committed_before_it(
         direct = owner_engine(url)
         try:
             wait_for("the restored server to promote", lambda: _promoted(direct), 120)
+            restore_s = time.monotonic() - started
+            record_property("figures", f"pgBackRest full backup {backup_s:.1f} s; restore to "
+                            f"the target time, recovery and promotion {restore_s:.1f} s")
             with direct.connect() as conn:
                 keys = set(conn.execute(sa.text(
                     "SELECT idempotency_key FROM ledger_transactions "
