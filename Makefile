@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ANVIL_STAMP := .tools/node_modules/.bin/anvil
 
-.PHONY: demo test test-fast lint bench bench-pooler install anvil browser pgbouncer clean schema
+.PHONY: demo test test-fast lint bench bench-pooler install anvil browser pgbouncer ha-tools clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,11 +49,29 @@ pgbouncer:
 	    { echo "make pgbouncer: apt-get could not install pgbouncer (see above); the pooler tests need it" >&2; exit 1; }; \
 	  test -x /usr/sbin/pgbouncer || { echo "make pgbouncer: pgbouncer installed but /usr/sbin/pgbouncer is missing" >&2; exit 1; }; }
 
+# The high-availability tools for the cluster tests (tests/cluster/: etcd, Patroni, two PostgreSQL
+# 15 servers, pgBackRest) and PgBouncer for the pooler's: Debian's packages, installed with
+# apt-get (as root, or through sudo without a password) unless each command is already there.
+# Debian's postgresql-15 is installed without creating its default cluster: the tests make their own.
+HA_PACKAGES := etcd-server patroni pgbouncer pgbackrest postgresql-15
+HA_COMMANDS := etcd patroni pgbouncer pgbackrest /usr/lib/postgresql/15/bin/postgres
+ha-tools:
+	@missing=; for c in $(HA_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	[ -z "$$missing" ] || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; \
+	  else echo "make ha-tools:$$missing not installed and installing them needs root" >&2; exit 1; fi; \
+	  command -v apt-get >/dev/null 2>&1 || { echo "make ha-tools:$$missing not installed and apt-get is missing: install $(HA_PACKAGES)" >&2; exit 1; }; \
+	  echo "make ha-tools: installing Debian's $(HA_PACKAGES) with apt-get (missing:$$missing)" >&2; \
+	  { $$sudo apt-get update -qq && echo "create_main_cluster = false" | $$sudo sh -c 'mkdir -p /etc/postgresql-common/createcluster.d && cat > /etc/postgresql-common/createcluster.d/50-custody-no-main.conf' && \
+	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $(HA_PACKAGES); } >/dev/null || \
+	    { echo "make ha-tools: apt-get could not install $(HA_PACKAGES) (see above); the cluster tests need them" >&2; exit 1; }; \
+	  for c in $(HA_COMMANDS); do command -v $$c >/dev/null 2>&1 || { echo "make ha-tools: $$c installed but not found" >&2; exit 1; }; done; }
+
 demo: install anvil
 	$(BIN)/custody demo
 
 # Lint first: a broken architecture contract or type error fails `make test` (and so CI) early.
-test: lint anvil browser pgbouncer
+test: lint anvil browser pgbouncer ha-tools
 	$(BIN)/pytest -n 2 --dist loadgroup -q
 
 test-fast: install browser pgbouncer

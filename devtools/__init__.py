@@ -16,4 +16,7 @@ None of this is the product. The engine's domain packages (``ledger``, ``chains`
   with a funded hot wallet, the company book, uvicorn in a thread, and the story the demo tells
   and the end-to-end test checks.
 - :mod:`devtools.demo` — ``custody demo``.
+- :mod:`devtools.cluster` — a PostgreSQL high-availability cluster on this machine for the tests:
+  etcd, two Patroni nodes running Debian's PostgreSQL 15 with strict synchronous replication,
+  WAL archived through pgBackRest, point-in-time restores (``make ha-tools`` installs them).
 """

@@ -52,6 +52,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures passed tests recorded with ``record_property("figures", TEXT)`` (the
+    cluster's failover rounds) after the run: a test's own output is captured, and on workers
+    (``-n 2``) lost; its properties travel back with its report."""
+    lines = [f"{report.nodeid}:\n{value}" for report in terminalreporter.stats.get("passed", [])
+             for name, value in getattr(report, "user_properties", []) if name == "figures"]
+    if lines:
+        terminalreporter.write_sep("-", "figures")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """URL of the PostgreSQL server of this worker (maintenance database)."""
