@@ -2023,6 +2023,47 @@ COMMENT ON FUNCTION public.row_refuse_id_change() IS 'Trigger function: refuse c
 
 
 --
+-- Name: treasury_funding_matches_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.treasury_funding_matches_check() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  f treasury_fundings%ROWTYPE;
+  d deposits%ROWTYPE;
+BEGIN
+  SELECT * INTO f FROM treasury_fundings WHERE id = NEW.funding_id;
+  SELECT * INTO d FROM deposits WHERE id = NEW.deposit_id;
+  IF f.id IS NULL OR d.id IS NULL THEN
+    RAISE EXCEPTION 'treasury funding match: funding % or deposit % does not exist',
+      NEW.funding_id, NEW.deposit_id USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  IF d.address_kind NOT IN ('hot', 'cold') OR d.chain <> f.chain
+     OR d.asset_code IS DISTINCT FROM f.asset_code
+     OR d.amount_minor IS DISTINCT FROM f.amount_minor OR lower(d.from_address) <> f.from_address
+  THEN
+    RAISE EXCEPTION 'treasury funding match: deposit % is not the transfer funding % declares',
+      d.id, f.id USING ERRCODE = 'check_violation';
+  END IF;
+  IF NOT EXISTS (
+    SELECT 1 FROM ledger_transactions t
+    WHERE t.id = NEW.ledger_transaction_id AND t.kind = 'treasury_funding'
+      AND t.idempotency_key = 'deposit:' || d.chain || ':' || lower(d.tx_hash) || ':' || d.position
+      AND t.metadata->>'funding_id' = f.id::text
+  ) THEN
+    RAISE EXCEPTION 'treasury funding match: ledger transaction % is not the treasury_funding '
+      'posting of deposit % for funding %', NEW.ledger_transaction_id, d.id, f.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION public.treasury_funding_matches_check() OWNER TO CURRENT_USER;
+
+--
 -- Name: withdrawal_allowlist_events(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7816,6 +7857,13 @@ CREATE TRIGGER sweeps_id_fixed BEFORE UPDATE OF id ON public.sweeps FOR EACH ROW
 --
 
 CREATE TRIGGER treasury_funding_matches_append_only BEFORE DELETE OR UPDATE ON public.treasury_funding_matches FOR EACH ROW EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: treasury_funding_matches treasury_funding_matches_check; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER treasury_funding_matches_check BEFORE INSERT ON public.treasury_funding_matches FOR EACH ROW EXECUTE FUNCTION public.treasury_funding_matches_check();
 
 
 --

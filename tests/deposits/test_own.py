@@ -235,6 +235,37 @@ class TestFundings:
         assert states == ["capital", "suspense"]
         assert len(cases(orig)) == 1
 
+    def test_the_database_refuses_a_match_the_service_would_not_make(
+            self, orig: OwnRig) -> None:
+        declare(orig, amount=str(ETH))
+        first = orig.node.send_eth(ALICE, HOT, ETH)
+        second = orig.node.send_eth(ALICE, HOT, ETH)
+        block = send_and_finalize(orig, second)
+        orig.mine_to(block + 2)
+        orig.step()
+        (fresh, _) = declare(orig, amount=str(ETH), key="k2")  # unmatched, same facts
+        with orig.engine.connect() as conn:
+            rows = {r.state: r for r in conn.execute(sa.text(
+                "SELECT id, state, ledger_transaction_id FROM deposits "
+                "WHERE tx_hash = ANY(:t)"), {"t": [first.lower(), second.lower()]})}
+        capital, suspense = rows["capital"], rows["suspense"]
+        bogus = [
+            # the unattributed deposit with its suspense posting: not a treasury_funding
+            (fresh.id, suspense.id, suspense.ledger_transaction_id),
+            # the matched deposit's posting names the other funding
+            (fresh.id, capital.id, capital.ledger_transaction_id),
+            (fresh.id, 10**9, capital.ledger_transaction_id),  # no such deposit
+        ]
+        for funding_id, deposit_id, transaction_id in bogus:
+            with orig.engine.connect() as conn, pytest.raises(
+                    sa.exc.DBAPIError, match="treasury funding match"):
+                conn.execute(sa.text(
+                    "INSERT INTO treasury_funding_matches (funding_id, deposit_id, "
+                    "ledger_transaction_id) VALUES (:f, :d, :l)"),
+                    {"f": funding_id, "d": deposit_id, "l": transaction_id})
+        assert count(orig, "treasury_funding_matches") == 1
+        assert verify(orig.engine).ok
+
     def test_declared_twice_under_one_key(self, orig: OwnRig) -> None:
         first, _ = declare(orig, amount=str(ETH))
         again, replayed = declare(orig, amount=str(ETH))
