@@ -217,7 +217,7 @@ def create_app_from_settings(settings: Settings | None = None,
     logging as ``config.logging`` says (this is also each ``--workers`` process's start)."""
     from api.configuration import load_sweeps_if_present, load_withdrawals_if_present
     from config.chains import load_chains_config
-    from config.database import get_engine, get_read_engine
+    from config.database import STARTUP_WAIT_S, get_engine, get_read_engine
     from config.encryption import keyring
     from config.logging import ensure_logging, register_configured_secrets
 
@@ -230,7 +230,7 @@ def create_app_from_settings(settings: Settings | None = None,
     wcfg = load_withdrawals_if_present(chains, config_path)
     scfg = load_sweeps_if_present(chains, wcfg, config_path)
     register_configured_secrets([chains, wcfg, scfg, settings])
-    engine = get_engine(settings)
+    engine = get_engine(settings, wait_s=STARTUP_WAIT_S)
     reader = get_read_engine(settings)
     app = create_app(engine, chains, wcfg, sweeps_config=scfg,
                      read_engine=None if reader is engine else reader)

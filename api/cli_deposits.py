@@ -63,14 +63,14 @@ def watch(
     Each chain's configuration is checked against its node first, as "custody config
     check" checks it: a chain that disagrees is refused and the others are watched."""
     from config.chains import load_chains_config
-    from config.database import get_engine
+    from config.database import STARTUP_WAIT_S, get_engine
     from config.logging import ensure_logging
     from deposits.jobs import run_watch
     from deposits.watcher import StepReport
 
     ensure_logging("INFO")  # when run as its own group; `custody`'s callback set it up already
     chains_config = load_chains_config(config)
-    engine = get_engine()
+    engine = get_engine(wait_s=STARTUP_WAIT_S)
     chain = _agreeing(engine, chains_config, chain or list(chains_config.chains))
     console.print(f"watching {', '.join(chain)}", highlight=False)
 

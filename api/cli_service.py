@@ -84,7 +84,7 @@ def _scheduler(config: str | None, interval_s: float | None, only: list[str] | N
                required: bool) -> tuple[Any, ChainsConfig | None, WithdrawalsConfig | None,
                                         SweepsConfig | None]:
     from api.jobs import Intervals, Scheduler, build_jobs
-    from config.database import get_engine
+    from config.database import STARTUP_WAIT_S, get_engine
     from config.encryption import keyring
     from config.reconcile import load_reconcile_config
 
@@ -92,7 +92,7 @@ def _scheduler(config: str | None, interval_s: float | None, only: list[str] | N
     chains, wcfg = load_configs(config, required=required)
     scfg = load_sweeps(config, chains, wcfg)
     intervals = Intervals.uniform(interval_s) if interval_s else Intervals()
-    engine = get_engine()
+    engine = get_engine(wait_s=STARTUP_WAIT_S)
     return Scheduler(engine, build_jobs(engine, chains, wcfg, intervals=intervals,
                                         only=only or (), scfg=scfg,
                                         rcfg=load_reconcile_config(config))), chains, wcfg, scfg

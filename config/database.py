@@ -17,9 +17,11 @@ be a little behind go to a replica when one is configured (``get_read_engine``).
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from config.errors import ConfigurationInvalid, DatabaseUnavailable
 from config.settings import Settings, get_settings
+from config.uow import SYNC_REP_CANCELLED, UNREPLICATED
 
 _lock = threading.Lock()
 _embedded: dict[Path, str] = {}
@@ -180,7 +183,16 @@ def make_engine(
     timeout = str(int(statement_timeout_ms))
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    def _on_connect(dbapi_conn: Any, record: Any) -> None:
+        info = record.info
+
+        def notice(diag: Any) -> None:
+            if (diag.message_primary or "").startswith(SYNC_REP_CANCELLED):
+                info[UNREPLICATED] = True
+
+        # Kept with the connection: a COMMIT the server answers with this WARNING is in
+        # doubt, not done (config.uow.unreplicated_commit_in_doubt).
+        dbapi_conn.add_notice_handler(notice)
         # Runs once per physical connection: switch away from a superuser login so that the
         # grants (SELECT/INSERT only on ledger tables) and the triggers hold for this session.
         with dbapi_conn.cursor() as cur:
@@ -220,7 +232,7 @@ def make_engine(
             # still begin with SET TRANSACTION ISOLATION LEVEL or SET TRANSACTION SNAPSHOT
             # (the proof of reserves does). An autocommit statement has no transaction: it
             # runs under the role's own statement_timeout (ALTER ROLE ... SET
-            # statement_timeout, docs/operations-engine.md).
+            # statement_timeout, docs/operations.md).
             driver = conn.connection.driver_connection
             assert driver is not None
             if not driver.autocommit:
@@ -242,6 +254,11 @@ def _ended_by_server(dbapi_conn: Any) -> bool:
 
 
 _engines: dict[str, Engine] = {}
+log = logging.getLogger("custody.database")
+#: How long a long-running process (the API, the scheduler, the watcher, the processor) waits
+#: at start for a database it cannot reach (a failover under way, a server restarting) before
+#: it gives up with one line: it comes back by itself rather than needing a restart.
+STARTUP_WAIT_S = 60.0
 
 
 def check_schema(url: str, app_role: str) -> None:
@@ -276,10 +293,43 @@ def check_schema(url: str, app_role: str) -> None:
             f"{len(outdated) - 1} more): run `custody db upgrade` first")
 
 
-def get_engine(settings: Settings | None = None) -> Engine:
-    """The process-wide application engine (created on first use, after a schema check)."""
+#: What a server says while it cannot take connections yet (libpq reports a server's refusal
+#: at connect as ``FATAL:  <message>``, with no SQLSTATE on the exception).
+_NOT_YET = ("the database system is starting up", "the database system is shutting down",
+            "the database system is in recovery mode",
+            "the database system is not yet accepting connections", "terminating connection")
+
+
+def _unreachable(exc: DatabaseUnavailable) -> bool:
+    """Whether ``exc`` says no server could take a connection (none listening, none primary,
+    one starting or stopping): worth waiting for. A server that refuses the login or the
+    database (``FATAL:`` anything else) is a configuration to fix, not to wait for."""
+    cause = exc.__cause__
+    if not isinstance(cause, sa.exc.OperationalError):
+        return False
+    text = str(cause.orig)
+    refusals = [part.split("\n")[0] for part in text.split("FATAL:")[1:]]
+    return all(any(n in r for n in _NOT_YET) for r in refusals)
+
+
+def get_engine(settings: Settings | None = None, *, wait_s: float = 0.0) -> Engine:
+    """The process-wide application engine (created on first use, after a schema check).
+    ``wait_s``: how long to keep trying, with a warning each time, while no server can be
+    reached (a one-shot command fails at once; a long-running one passes
+    :data:`STARTUP_WAIT_S`). A database that answers but is not migrated fails at once."""
     settings = settings or get_settings()
-    return _engine_for(database_url(settings), settings)
+    url = database_url(settings)
+    deadline = time.monotonic() + wait_s
+    delay = 0.5
+    while True:
+        try:
+            return _engine_for(url, settings)
+        except DatabaseUnavailable as exc:
+            if not _unreachable(exc) or time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s; trying again in %.1f s", exc.message.splitlines()[0], delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
 
 def get_read_engine(settings: Settings | None = None) -> Engine:

@@ -29,6 +29,25 @@ from sqlalchemy.engine import Connection, Engine
 
 from config.errors import CommitInDoubt
 
+#: Set in a pooled connection's ``info`` when the server said a COMMIT returned before its
+#: synchronous standby confirmed it (``config.database.make_engine`` listens for the notice).
+UNREPLICATED = "custody_unreplicated_commit"
+#: The start of that notice: PostgreSQL answers a COMMIT whose wait for the synchronous
+#: standby was cancelled (``pg_cancel_backend``, a client's cancel request) with success and
+#: this WARNING; the transaction committed on this server only, and a failover to the standby
+#: loses it.
+SYNC_REP_CANCELLED = "canceling wait for synchronous replication"
+
+
+def unreplicated_commit_in_doubt(info: dict[str, object], what: str) -> None:
+    """Raise :class:`CommitInDoubt` if the server said the commit just made on the connection
+    of ``info`` was not confirmed by its synchronous standby (and clear the mark): an answer
+    that is not an acknowledgement, so it is not passed on as one."""
+    if info.pop(UNREPLICATED, False):
+        raise CommitInDoubt(
+            f"{what}: the server committed it but its synchronous standby did not confirm it "
+            "(the wait was cancelled), so a failover could lose it")
+
 T = TypeVar("T")
 
 #: SQLSTATEs after which the whole transaction may be retried unchanged.
@@ -64,6 +83,8 @@ class UnitOfWork:
     def commit(self) -> None:
         """Commit the transaction; the unit of work is finished afterwards.
         :class:`CommitInDoubt` when the connection is lost before COMMIT's answer."""
+        info = self.conn.connection.info
+        info.pop(UNREPLICATED, None)
         try:
             self.conn.commit()
         except sa_exc.DBAPIError as exc:
@@ -73,6 +94,7 @@ class UnitOfWork:
                     "transaction may or may not have committed") from exc
             raise
         self._committed = True
+        unreplicated_commit_in_doubt(info, "COMMIT")
 
     def __exit__(
         self,

@@ -2,7 +2,11 @@
 
 ``run_watch`` is what ``custody watch`` runs; a scheduler can call ``Watcher.step`` itself.
 Transient node and database errors end the step (nothing half-written: each phase commits on
-its own) and the loop tries again after a backoff; any other error stops the loop loudly.
+its own) and the loop tries again after a backoff; so does a connection the database lost
+(a failover, a restart: the next step takes a new connection from the pool, to whichever
+server is primary then, and redoes what had not committed; every write of a step is keyed, so
+one whose COMMIT went unanswered is found, not repeated). Any other error stops the loop
+loudly.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from config.chains import ChainsConfig
 from config.errors import CustodyError
+from config.uow import is_connection_lost
 from deposits.watcher import StepReport, Watcher
 
 log = logging.getLogger("custody.deposits.jobs")
@@ -60,13 +66,18 @@ def _rounds(watchers: Sequence[Watcher], failures: dict[str, int], steps_max: in
             name = watcher.chain.name
             try:
                 report = watcher.step(now=clock())
-            except CustodyError as exc:
-                if not exc.retryable:
+            except (CustodyError, sa_exc.DBAPIError) as exc:
+                if isinstance(exc, CustodyError):
+                    if not exc.retryable:
+                        raise
+                    why = f"{exc.code}: {exc.message}"
+                elif is_connection_lost(exc):
+                    why = f"database_unavailable: connection lost ({type(exc.orig).__name__})"
+                else:
                     raise
                 failures[name] += 1
                 delay = min(backoff_max_s, 0.5 * 2 ** min(failures[name], 6))
-                log.warning("%s: step failed (%s: %s); retrying in %.1f s", name, exc.code,
-                            exc.message, delay)
+                log.warning("%s: step failed (%s); retrying in %.1f s", name, why, delay)
                 time.sleep(delay)
                 continue
             failures[name] = 0

@@ -16,6 +16,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
 from config.database import driver_rows
+from config.uow import UNREPLICATED, unreplicated_commit_in_doubt
 from ledger.model import Entry, fingerprint
 
 #: Parameter arrays of ``ledger_post_arrays``: one element per entry, then one per line.
@@ -201,8 +202,10 @@ def _alone(engine: Engine, statement: str, params: tuple[Any, ...]) -> list[Any]
         if cursor is None or cursor.closed:
             cursor = raw.info[_CURSOR] = driver.cursor()
         driver.autocommit = True
+        raw.info.pop(UNREPLICATED, None)
         try:
             rows: list[Any] = cursor.execute(statement, params).fetchall()
+            unreplicated_commit_in_doubt(raw.info, "the post")
         except engine.dialect.loaded_dbapi.Error as exc:
             if driver.broken:
                 raw.invalidate(exc)

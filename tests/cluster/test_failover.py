@@ -321,6 +321,11 @@ def test_failover_under_load_loses_no_acknowledged_write(
         verified = subprocess.run([sys.executable, "-m", "api.cli", "verify"], env=env, cwd=ROOT,
                                   capture_output=True, text=True, timeout=180, check=False)
         assert verified.returncode == 0, verified.stdout + verified.stderr
+        # The processor and the watcher carried on through both failovers by themselves: no
+        # process had to be started again (a lost connection ends a step, not the process;
+        # one starting meanwhile waits for a primary).
+        assert [s.restarts for s in services] == [0, 0], [s.log.read_text()[-3000:]
+                                                          for s in services]
     except BaseException:
         print(cluster.logs())
         raise

@@ -36,12 +36,12 @@ class Cut:
 class PgCutProxy:
     """A PostgreSQL proxy on 127.0.0.1 with an armable cut."""
 
-    def __init__(self, server_host: str, server_port: int = 5432) -> None:
+    def __init__(self, server_host: str, server_port: int = 5432, *, port: int = 0) -> None:
         self._target = (f"{server_host}/.s.PGSQL.{server_port}" if server_host.startswith("/")
                         else (server_host, server_port))
         self.cut: Cut | None = None
         self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", port))  # 0: a free one
         self.port = int(self._listener.getsockname()[1])
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     import sys
 
     from config.chains import load_chains_config
-    from config.database import get_engine
+    from config.database import STARTUP_WAIT_S, get_engine
     from config.withdrawals import load_withdrawals_config
 
     parser = argparse.ArgumentParser(prog="withdrawals.processor")
@@ -173,4 +173,4 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     print("ready", flush=True)
     sys.stdout.flush()
-    run(get_engine(), cfg, ctx, interval_s=args.interval_s)
+    run(get_engine(wait_s=STARTUP_WAIT_S), cfg, ctx, interval_s=args.interval_s)
