@@ -249,9 +249,18 @@ def _ended_by_server(dbapi_conn: Any) -> bool:
         fd = dbapi_conn.pgconn.socket
     except Exception:  # noqa: BLE001 - psycopg raises when the connection is closed already
         return True
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
+    # poll, not select: select() cannot watch a descriptor numbered 1024 or above, which a
+    # process with many open sockets (an API worker's keep-alive clients) hands out.
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(0))
 
+
+#: Appended to the statement that takes a step's lock (``pg_try_advisory_xact_lock(...)``) in the
+#: transaction held open for the step: the server's ``idle_in_transaction_session_timeout``
+#: must not end that transaction, and the lock with it, while the step runs on other
+#: connections (PgBouncer's ``idle_transaction_timeout`` must stay 0 too: docs/operations.md).
+KEEP_LOCK_IDLE = " AND set_config('idle_in_transaction_session_timeout', '0', true) = '0'"
 
 _engines: dict[str, Engine] = {}
 log = logging.getLogger("custody.database")
