@@ -2234,7 +2234,7 @@ BEGIN
   IF v_client_id IS NOT NULL AND EXISTS (
       SELECT 1 FROM jsonb_array_elements(coalesce(p_windows, '[]')) w
        WHERE w ->> 'per' = 'client') THEN
-    PERFORM pg_advisory_xact_lock(7322, hashtext(v_client_id::text || '/' || p_asset_code));
+    PERFORM pg_advisory_xact_lock(7323, hashtext(v_client_id::text || '/' || p_asset_code));
   END IF;
   SELECT coalesce(jsonb_agg(jsonb_build_object(
            'per', w.spec ->> 'per', 'window_s', (w.spec ->> 'window_s')::bigint,

@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from config.database import KEEP_LOCK_IDLE
 from ledger.repository import to_int
 
 
@@ -142,5 +143,6 @@ def try_lock(conn: Connection, key: str) -> bool:
     """Lock ``key`` in ``conn``'s transaction, held until it ends (one step of one job per chain
     across processes; a killed process's transaction ends with its connection). Not a
     session-level lock: see ``api.repository.jobs``."""
-    return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(7322, hashtext(:k))"),
-                             {"k": key}).scalar_one())
+    return bool(conn.execute(sa.text(
+        "SELECT pg_try_advisory_xact_lock(7322, hashtext(:k))" + KEEP_LOCK_IDLE),
+        {"k": key}).scalar_one())

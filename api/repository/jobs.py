@@ -17,12 +17,15 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from config.database import KEEP_LOCK_IDLE
+
 
 def try_lock(conn: Connection, namespace: int, job: str) -> bool:
     """Take the job's advisory lock in ``conn``'s transaction (held until it ends) unless
     another transaction holds it."""
-    return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:ns, hashtext(:job))"),
-                             {"ns": namespace, "job": job}).scalar())
+    return bool(conn.execute(sa.text(
+        "SELECT pg_try_advisory_xact_lock(:ns, hashtext(:job))" + KEEP_LOCK_IDLE),
+        {"ns": namespace, "job": job}).scalar())
 
 
 def insert_run(conn: Connection, *, job: str, worker: str, started_at: datetime,

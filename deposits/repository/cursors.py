@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from config.database import KEEP_LOCK_IDLE
 from deposits.repository.common import _json
 
 
@@ -15,8 +16,9 @@ def lock_chain(conn: Connection, chain: str) -> bool:
     """Try to take the lock that lets one watcher step run for ``chain``, in ``conn``'s
     transaction: held until that transaction ends (see ``api.repository.jobs`` for why not a
     session-level lock)."""
-    return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(7311, hashtext(:c))"),
-                             {"c": chain}).scalar())
+    return bool(conn.execute(sa.text(
+        "SELECT pg_try_advisory_xact_lock(7311, hashtext(:c))" + KEEP_LOCK_IDLE),
+        {"c": chain}).scalar())
 
 
 def get_cursor(conn: Connection, chain: str, *, for_update: bool = False) -> list[tuple[int, str]]:

@@ -15,7 +15,7 @@
 --   count and the amount of the user's (or the client's) withdrawals of the asset requested at
 --   or after p_now - window_s that count toward a limit (the states of the daily limit), as
 --   [{"per", "window_s", "count", "amount_minor"}] in the same order. A client window first
---   takes the (client, asset) lock until commit: (7322, hashtext(client_id || '/' || asset)).
+--   takes the (client, asset) lock until commit: (7323, hashtext(client_id || '/' || asset)).
 --   Race prevented: two users of one client each missing the other's request and together
 --   passing a client limit. Lock order: (user, asset) in withdrawal_reserve_open, then (client,
 --   asset) here, then the ledger's rows: the same for every reserve, so none deadlock. The
@@ -64,7 +64,7 @@ BEGIN
   IF v_client_id IS NOT NULL AND EXISTS (
       SELECT 1 FROM jsonb_array_elements(coalesce(p_windows, '[]')) w
        WHERE w ->> 'per' = 'client') THEN
-    PERFORM pg_advisory_xact_lock(7322, hashtext(v_client_id::text || '/' || p_asset_code));
+    PERFORM pg_advisory_xact_lock(7323, hashtext(v_client_id::text || '/' || p_asset_code));
   END IF;
   SELECT coalesce(jsonb_agg(jsonb_build_object(
            'per', w.spec ->> 'per', 'window_s', (w.spec ->> 'window_s')::bigint,
