@@ -28,7 +28,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,8 +42,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from api.repository import audit as repo
 from api.repository.audit import OUTCOME_SQL, AuditRecord, AuditRow
-from config.uow import UnitOfWork
+from config.uow import run_in_transaction
 
+log = logging.getLogger("custody.audit")
 STAFF = frozenset({"support", "admin", "approver"})
 OUTCOMES = tuple(OUTCOME_SQL)
 #: Methods that only read.
@@ -193,11 +196,15 @@ def request_row(scope: Mapping[str, Any], status: int,
 
 
 def record(engine: Engine, row: AuditRow) -> int:
-    """Append ``row`` in its own short transaction; its id."""
-    with UnitOfWork(engine) as uow:
-        row_id = repo.insert(uow.conn, row)
-        uow.commit()
-    return row_id
+    """Append ``row`` in its own short transaction; its id. A connection lost before the
+    commit is retried on a new one (``run_in_transaction``: a failover); a row that still
+    cannot be written is logged whole at ERROR before the error goes on, so that the action
+    it records, committed already, is not left without a trace."""
+    try:
+        return run_in_transaction(engine, lambda uow: repo.insert(uow.conn, row))
+    except Exception:
+        log.error("audit row not written: %s", json.dumps(dataclasses.asdict(row), default=str))
+        raise
 
 
 def list_audit(conn: Connection, *, actor: str | None = None, since: datetime | None = None,
