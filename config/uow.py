@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import text as sa_text
 from sqlalchemy.engine import Connection, Engine
 
 from config.errors import CommitInDoubt
@@ -37,6 +38,17 @@ UNREPLICATED = "custody_unreplicated_commit"
 #: this WARNING; the transaction committed on this server only, and a failover to the standby
 #: loses it.
 SYNC_REP_CANCELLED = "canceling wait for synchronous replication"
+
+
+def replication_barrier(uow: UnitOfWork) -> None:
+    """Make this transaction's COMMIT wait until the synchronous standby holds everything
+    committed before it: a transaction that only reads writes no commit record and waits for
+    nothing, so one statement takes a transaction id. For a reader about to trust what it found
+    on the primary (a replayed request answered as done, a step about to broadcast what an
+    earlier step recorded): a commit of an earlier session that was in doubt, there on the
+    primary only, is then on the standby too, or this commit is in doubt in turn. Without
+    synchronous replication it costs one transaction id and waits for nothing."""
+    uow.conn.execute(sa_text("SELECT pg_current_xact_id()"))
 
 
 def unreplicated_commit_in_doubt(info: dict[str, object], what: str) -> None:

@@ -28,6 +28,7 @@ from chains.rpc import RpcClient
 from config.chains import ChainsConfig
 from config.errors import CustodyError
 from config.sweeps import SweepsConfig
+from config.uow import replication_barrier, run_in_transaction
 from config.withdrawals import WithdrawalsConfig
 from outgoing import repository as outgoing
 from outgoing.signer import AddressSigners, Signer, address_signers_for, signer_for
@@ -84,6 +85,9 @@ def step(engine: Engine, ctx: SweepContext, *, now: datetime) -> StepReport:
             report.skipped_locked = True
             return report
         try:
+            # Nothing recorded by an earlier step (a commit in doubt there on the primary only)
+            # is signed or broadcast before the synchronous standby holds it too.
+            run_in_transaction(engine, replication_barrier)
             planner.plan(engine, ctx, now=now, report=report)
             for kind in KINDS:
                 sending.assign(engine, ctx, kind, now=now)

@@ -194,10 +194,13 @@ class TestRequest:
         assert (tl.events[0].from_state, tl.events[0].to_state) == ("requested", "reserved")
         assert tl.events[0].ledger_transaction_id == w.reserve_transaction_id
         assert tl.events[0].evidence == {"daily_used_minor": "0"}
-        # A replay reads what the first request wrote and moves nothing.
+        # A replay reads what the first request wrote and moves nothing; its last statement
+        # takes a transaction id, so that its commit waits for a synchronous standby to hold
+        # what it found (config.uow.replication_barrier).
         with statements(wbook) as seen:
             again = service.request_withdrawal(wbook, cfg, own, req(), now=T0)
-        assert again.replayed and again.withdrawal == w and len(seen) == 2
+        assert again.replayed and again.withdrawal == w
+        assert len(seen) == 3 and "pg_current_xact_id" in seen[-1], seen
 
     def test_first_withdrawal_opens_the_withdrawals_account(
             self, wbook: Engine, cfg: WithdrawalsConfig, own: SetOwnAddresses) -> None:

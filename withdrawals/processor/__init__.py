@@ -76,6 +76,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from config.uow import replication_barrier, run_in_transaction
 from config.withdrawals import WithdrawalsConfig
 from outgoing.chain import ChainView
 from withdrawals import repository as repo
@@ -122,6 +123,9 @@ def step(engine: Engine, cfg: WithdrawalsConfig, ctx: ChainContext, *,
             report.skipped_locked = True
             return report
         try:
+            # Nothing recorded by an earlier step (a commit in doubt there on the primary only)
+            # is signed or broadcast before the synchronous standby holds it too.
+            run_in_transaction(engine, replication_barrier)
             _sign_reserved(engine, cfg, ctx, now=now, report=report)  # nonces and caps taken
             _sign_assigned(engine, cfg, ctx, now=now, report=report)  # signed, then recorded
             _send_signed(engine, cfg, ctx, now=now, report=report)

@@ -16,7 +16,7 @@ from typing import Protocol
 from sqlalchemy.engine import Engine
 
 from config.errors import ConfigurationInvalid
-from config.uow import UnitOfWork, run_in_transaction
+from config.uow import UnitOfWork, replication_barrier, run_in_transaction
 from config.withdrawals import AssetPolicy, WithdrawalsConfig
 from ledger import chart
 from withdrawals import model
@@ -93,7 +93,7 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
     nothing is written. The same (user, key) with the same request returns the first
     withdrawal; with another request, WithdrawalKeyConflict.
 
-    Three statements when the user's accounts exist (a replay: two): the daily-limit lock with
+    Three statements when the user's accounts exist (a replay: three, the last the replication barrier): the daily-limit lock with
     what the reserve reads under it (``repo.open_reserve``), the ledger post, and the insert of
     the withdrawal in its reserved state with its history row (``repo.record_reserve``); one
     more, after the first, when allowlists or velocity limits apply (``_check_limits``:
@@ -113,6 +113,9 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
             if existing.fingerprint != fingerprint:
                 raise WithdrawalKeyConflict(
                     f"key {req.request_key} was used for a different withdrawal request")
+            # Found on the primary: the request it replays (or an earlier run whose commit
+            # was in doubt) is acknowledged only once the standby holds it too.
+            replication_barrier(uow)
             return Requested(existing, True)
         assert opened.withdrawal_id is not None
         _check_limits(uow, cfg, req, destination, now=now)
