@@ -93,7 +93,8 @@ def request_withdrawal(engine: Engine, cfg: WithdrawalsConfig, own: OwnAddresses
     nothing is written. The same (user, key) with the same request returns the first
     withdrawal; with another request, WithdrawalKeyConflict.
 
-    Three statements when the user's accounts exist (a replay: three, the last the replication barrier): the daily-limit lock with
+    Three statements when the user's accounts exist (a replay: three too, the last the
+    replication barrier): the daily-limit lock with
     what the reserve reads under it (``repo.open_reserve``), the ledger post, and the insert of
     the withdrawal in its reserved state with its history row (``repo.record_reserve``); one
     more, after the first, when allowlists or velocity limits apply (``_check_limits``:
