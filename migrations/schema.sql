@@ -1702,51 +1702,43 @@ ALTER FUNCTION public.outbox_deposit_case() OWNER TO CURRENT_USER;
 CREATE FUNCTION public.outbox_deposit_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-  kind text;
-  d record;
 BEGIN
-  kind := CASE
-    WHEN NEW.event = 'transfer_included' THEN 'deposit.seen'
-    WHEN NEW.event = 'block_reorged_out' THEN 'deposit.reorged'
-    WHEN NEW.event = 'transfer_reincluded' THEN 'deposit.reincluded'
-    WHEN NEW.state = 'credited' THEN 'deposit.credited'
-    WHEN NEW.state = 'held_for_review' THEN 'deposit.held'
-    WHEN NEW.state = 'failed' THEN 'deposit.failed'
-  END;
-  IF kind IS NULL THEN
-    RETURN NULL;
-  END IF;
-  SELECT dep.*, u.client_id, a.scale INTO d
-    FROM deposits dep
-    LEFT JOIN api_users u ON u.id = dep.user_id
-    LEFT JOIN assets a ON a.code = dep.asset_code
-   WHERE dep.id = NEW.deposit_id;
-  IF d.user_id IS NULL THEN
-    RETURN NULL;
-  END IF;
   -- Payload version 2 (docs/webhooks.md): the deposit and the history row under the names of
   -- the API's Deposit and DepositEvent, ids as strings, the amount as {"minor", "decimal"}.
   INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
                              version)
-  VALUES ('evt_dep_' || NEW.id, kind, d.client_id, d.user_id, 'deposit:' || d.id,
-          jsonb_build_object(
-            'deposit', jsonb_build_object(
-              'id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
-              'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
-              'from_address', d.from_address, 'to_address', d.to_address,
-              'asset', d.asset_code,
-              'amount', outbox_amount(d.amount_minor, d.scale),
-              'state', NEW.state, 'block_number', NEW.block_number,
-              'confirmations', NEW.confirmations,
-              'ledger_transaction_id', NEW.ledger_transaction_id::text),
-            'history', jsonb_build_object(
-              'id', NEW.id::text, 'event', NEW.event, 'state', NEW.state,
-              'block_number', NEW.block_number, 'block_hash', NEW.block_hash,
-              'confirmations', NEW.confirmations, 'rule', NEW.rule, 'reason', NEW.reason,
-              'ledger_transaction_id', NEW.ledger_transaction_id::text,
-              'observed_at', NEW.observed_at, 'recorded_at', NEW.recorded_at)),
-          NEW.recorded_at, 2);
+  SELECT 'evt_dep_' || n.id, k.kind, u.client_id, d.user_id, 'deposit:' || d.id,
+         jsonb_build_object(
+           'deposit', jsonb_build_object(
+             'id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
+             'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
+             'from_address', d.from_address, 'to_address', d.to_address,
+             'asset', d.asset_code,
+             'amount', outbox_amount(d.amount_minor, a.scale),
+             'state', n.state, 'block_number', n.block_number,
+             'confirmations', n.confirmations,
+             'ledger_transaction_id', n.ledger_transaction_id::text),
+           'history', jsonb_build_object(
+             'id', n.id::text, 'event', n.event, 'state', n.state,
+             'block_number', n.block_number, 'block_hash', n.block_hash,
+             'confirmations', n.confirmations, 'rule', n.rule, 'reason', n.reason,
+             'ledger_transaction_id', n.ledger_transaction_id::text,
+             'observed_at', n.observed_at, 'recorded_at', n.recorded_at)),
+         n.recorded_at, 2
+    FROM new_rows n
+    CROSS JOIN LATERAL (SELECT CASE
+      WHEN n.event = 'transfer_included' THEN 'deposit.seen'
+      WHEN n.event = 'block_reorged_out' THEN 'deposit.reorged'
+      WHEN n.event = 'transfer_reincluded' THEN 'deposit.reincluded'
+      WHEN n.state = 'credited' THEN 'deposit.credited'
+      WHEN n.state = 'held_for_review' THEN 'deposit.held'
+      WHEN n.state = 'failed' THEN 'deposit.failed'
+    END AS kind) k
+    JOIN deposits d ON d.id = n.deposit_id
+    LEFT JOIN api_users u ON u.id = d.user_id
+    LEFT JOIN assets a ON a.code = d.asset_code
+   WHERE k.kind IS NOT NULL AND d.user_id IS NOT NULL
+   ORDER BY n.id;
   RETURN NULL;
 END
 $$;
@@ -1763,11 +1755,14 @@ CREATE FUNCTION public.outbox_fan_out() RETURNS trigger
     AS $$
 BEGIN
   INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at)
-  SELECT NEW.id, e.id, NEW.created_at
-    FROM webhook_endpoints e
-   WHERE e.disabled_at IS NULL
-     AND (e.client_id = NEW.client_id OR (NEW.type LIKE 'alert.%' AND e.alerts))
-     AND (e.event_types IS NULL OR NEW.type = ANY (e.event_types))
+  SELECT n.id, e.id, n.created_at
+    FROM new_rows n
+    JOIN webhook_endpoints e
+      ON e.client_id = n.client_id OR (n.type LIKE 'alert.%' AND e.alerts)
+   WHERE (n.client_id IS NOT NULL OR n.type LIKE 'alert.%')
+     AND e.disabled_at IS NULL
+     AND (e.event_types IS NULL OR n.type = ANY (e.event_types))
+   ORDER BY n.id, e.id
   ON CONFLICT (event_id, endpoint_id) DO NOTHING;
   RETURN NULL;
 END
@@ -7478,7 +7473,7 @@ CREATE TRIGGER deposit_events_no_truncate BEFORE TRUNCATE ON public.deposit_even
 -- Name: deposit_events deposit_events_outbox; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
-CREATE TRIGGER deposit_events_outbox AFTER INSERT ON public.deposit_events FOR EACH ROW EXECUTE FUNCTION public.outbox_deposit_event();
+CREATE TRIGGER deposit_events_outbox AFTER INSERT ON public.deposit_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.outbox_deposit_event();
 
 
 --
@@ -7695,7 +7690,7 @@ CREATE TRIGGER outbox_events_append_only BEFORE DELETE OR UPDATE ON public.outbo
 -- Name: outbox_events outbox_events_fan_out; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
-CREATE TRIGGER outbox_events_fan_out AFTER INSERT ON public.outbox_events FOR EACH ROW WHEN (((new.client_id IS NOT NULL) OR (new.type ~~ 'alert.%'::text))) EXECUTE FUNCTION public.outbox_fan_out();
+CREATE TRIGGER outbox_events_fan_out AFTER INSERT ON public.outbox_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.outbox_fan_out();
 
 
 --

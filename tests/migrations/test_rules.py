@@ -102,8 +102,9 @@ def test_the_open_withdrawals_index_leaves_out_exactly_the_terminal_states(owner
 # must be a value of the enum the column holds. (column name pattern, enum, files it applies to)
 STATE_USES = [
     (r"(?:to_state|from_state|w\.state|p_state)", State, "withdrawal"),
-    (r"NEW\.state", DepositState, "deposit_events"),
-    (r"NEW\.event", DepositEvent, "deposit_events"),
+    # The outbox trigger reads the new history rows as ``n`` (its transition table).
+    (r"\bn\.state", DepositState, "deposit_events"),
+    (r"\bn\.event", DepositEvent, "deposit_events"),
 ]
 COMPARISON = r"{col}\s*(?:=|<>|(?:NOT\s+)?IN\s*\()\s*((?:'\w+'\s*,?\s*)+)"
 
