@@ -139,6 +139,19 @@ def is_final(
     raise TypeError(f"unknown finality rule {rule!r}")
 
 
+def final_height(rule: FinalityRule, *, head_block: int,
+                 finalized_block: int | None) -> int | None:
+    """The highest height whose blocks are final under ``rule`` while the head is
+    ``head_block`` and the node's ``finalized`` block is ``finalized_block`` (None: no height
+    yet). A block at or below it is final once its hash is the canonical one (``is_final``)."""
+    if isinstance(rule, Confirmations):
+        height = head_block - rule.required + 1
+        return height if height >= 0 else None
+    if isinstance(rule, FinalizedTag):
+        return finalized_block
+    raise TypeError(f"unknown finality rule {rule!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class FinalityEvidence:
     """What a finality decision relied on; stored with every credited deposit.

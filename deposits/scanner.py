@@ -50,7 +50,9 @@ class Observation:
 
     transfer: ObservedTransfer
     tx_from: str
-    tx_nonce: int
+    #: None for a token or internal transfer first seen in a block already final (see
+    #: ``scan_blocks``' ``final_height``): its transaction was not read.
+    tx_nonce: int | None
     #: ``symbol()`` of an unlisted token contract (to recognise fakes), else None.
     token_symbol: str | None = None
 
@@ -81,11 +83,20 @@ def scan_blocks(
     own_addresses: frozenset[str] = frozenset(),
     trace_internal: bool = False,
     trace_method: str = "debug_traceBlockByHash",
+    final_height: int | None = None,
 ) -> ScanResult:
     """Scan heights ``start..end`` (inclusive) building on ``tip`` (None: first scan).
 
     Transfers to deposit addresses (``lookup_users``) and to ``own_addresses`` are returned;
     with ``trace_internal``, internal native transfers too (see the module docstring).
+
+    ``final_height``: blocks at or below it are final under the chain's strictest rule (read
+    before the scan). A token or internal transfer in such a block is taken from the receipt
+    alone, sender from the receipt's ``from`` and no nonce: the transaction is read only to
+    prove a deposit failed (its nonce used by another), which a deposit final at first sight
+    can no longer be. A catch-up then reads no transaction per deposit (the slowest call of a
+    scan on anvil: bench/RESULTS.md, "Deposit catch-up"). A top-level native transfer still
+    reads its transaction: the value is there only.
     """
     heights = list(range(start, end + 1))
     calls = [RpcCall("eth_getBlockByNumber", [to_quantity(h), False]) for h in heights]
@@ -115,7 +126,7 @@ def scan_blocks(
     traces: dict[str, Mapping[str, Any]] = {}
     if trace_internal:
         accepted, traces = _trace_blocks(rpc, accepted, trace_method)
-    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses, traces)
+    return _decode(rpc, accepted, lookup_users, is_listed, own_addresses, traces, final_height)
 
 
 def _needs_trace(receipt: Mapping[str, Any]) -> bool:
@@ -199,11 +210,14 @@ def _decode(
     is_listed: Callable[[str], bool],
     own_addresses: frozenset[str] = frozenset(),
     traces: Mapping[str, Mapping[str, Any]] | None = None,
+    final_height: int | None = None,
 ) -> ScanResult:
     tokens: list[ObservedTransfer] = []
     native_receipts: list[dict[str, Any]] = []
+    senders: dict[str, str] = {}
     for _, receipts in blocks:
         for receipt in receipts:
+            senders[str(receipt["transactionHash"]).lower()] = str(receipt["from"]).lower()
             tokens.extend(decode_receipt_transfers(receipt))
             if receipt.get("to") and receipt_succeeded(receipt):
                 native_receipts.append(receipt)
@@ -216,17 +230,21 @@ def _decode(
     mine = set(users) | (candidates & own_addresses)
     ours = [t for t in tokens if t.to_address in mine]
     native = [r for r in native_receipts if str(r["to"]).lower() in mine]
-    hashes = sorted({t.tx_hash for t in ours} | {str(r["transactionHash"]).lower()
-                                                   for r in native})
+    unread = [t for t in ours if final_height is not None and t.block_number <= final_height]
+    needed = [t for t in ours if final_height is None or t.block_number > final_height]
+    hashes = sorted({t.tx_hash for t in needed} | {str(r["transactionHash"]).lower()
+                                                     for r in native})
     headers = [h for h, _ in blocks]
-    if not hashes:
+    if not ours and not native:
         return ScanResult(reorg=False, headers=headers, users=users)
-    txs = dict(zip(hashes, rpc.batch_results(
-        [RpcCall("eth_getTransactionByHash", [h]) for h in hashes]), strict=True))
+    txs: dict[str, Any] = dict(zip(hashes, rpc.batch_results(
+        [RpcCall("eth_getTransactionByHash", [h]) for h in hashes]), strict=True)) \
+        if hashes else {}
     block_of = {h.hash: h.number for h in headers}
     bad_heights = [int(from_quantity(r["blockNumber"])) for r in native
                    if not _same_block(txs.get(str(r["transactionHash"]).lower()), block_of)]
-    bad_heights += [t.block_number for t in ours if not _same_block(txs.get(t.tx_hash), block_of)]
+    bad_heights += [t.block_number for t in needed
+                    if not _same_block(txs.get(t.tx_hash), block_of)]
     if bad_heights:
         # A transaction moved while we read (a reorg between the calls): keep blocks below it.
         cut = min(bad_heights)
@@ -239,7 +257,10 @@ def _decode(
         if moved is not None:
             transfers.append(moved)
     symbols = _symbols(rpc, {t.token for t in transfers if t.token and not is_listed(t.token)})
+    from_receipt = {(t.tx_hash, t.position) for t in unread}
     observations = [
+        Observation(t, senders[t.tx_hash], None, symbols.get(t.token) if t.token else None)
+        if (t.tx_hash, t.position) in from_receipt else
         Observation(t, str(txs[t.tx_hash]["from"]).lower(),
                     from_quantity(txs[t.tx_hash]["nonce"]),
                     symbols.get(t.token) if t.token else None)

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from chains.model import (
@@ -233,6 +233,64 @@ def _policy(rule: FinalityRule | FinalityPolicy) -> FinalityPolicy:
 
 
 @dataclass(frozen=True)
+class ScanCredits:
+    """Deposits a catch-up credits in the scan's own transaction, with their attestations.
+
+    ``attested``: the custody record's verdict per deposit key, read outside any transaction
+    (on the prefetch thread) for the deposits :func:`credit_candidates` named; ``accounts``
+    holds their ledger accounts, opened beforehand (``AccountCache.ensure``). A new deposit
+    that is final at first sight and whose record AGREED is credited with its
+    ``finality_reached`` row, exactly as ``settle_final`` would credit it a step later; every
+    other deposit is left to the settle phase.
+    """
+
+    attested: Mapping[Key, Attestation]
+    accounts: AccountCache
+
+
+def credit_candidates(config: ChainsConfig, chain: ChainConfig,
+                      observations: Sequence[Observation], users: Mapping[str, str], *,
+                      final_height: int | None) -> list[DepositRecord]:
+    """The deposits of a scan that its own transaction may credit: in a block at or below
+    ``final_height`` (final under the chain's strictest rule), to a user's deposit address, not
+    sent from one of our own addresses (a gas top-up is settled as internal), and booked to the
+    user or to suspense. As the records ``Attestor.attest`` reads, with ids -1, -2, ... (they
+    are not written yet): ``ScanCredits`` keys the verdicts by deposit key."""
+    if final_height is None:
+        return []
+    found: list[DepositRecord] = []
+    for o in observations:
+        t = o.transfer
+        if (t.block_number > final_height or t.from_address in chain.own_addresses
+                or chain.address_kind(t.to_address) is not None):
+            continue
+        row = _new_row(config, chain, o, users.get(t.to_address), {
+            "block_number": t.block_number, "block_hash": t.block_hash, "confirmations": None})
+        if row["booking"] not in (Booking.USER.value, Booking.SUSPENSE.value) \
+                or row["amount_minor"] is None:
+            continue
+        found.append(_record(row, -1 - len(found)))
+    return found
+
+
+def _record(row: Mapping[str, Any], deposit_id: int) -> DepositRecord:
+    """A deposit row not written yet (``_new_row``) as the record attestors and entries read."""
+    return DepositRecord(
+        id=deposit_id, chain=row["chain"], tx_hash=row["tx_hash"], position=row["position"],
+        token=row["token"], from_address=row["from_address"], to_address=row["to_address"],
+        value=int(row["value"]), tx_from=row["tx_from"], tx_nonce=row["tx_nonce"],
+        user_id=row["user_id"], asset_code=row["asset_code"],
+        amount_minor=None if row["amount_minor"] is None else int(row["amount_minor"]),
+        booking=row["booking"], booking_reason=row["booking_reason"], state=row["state"],
+        block_number=row["block_number"], block_hash=row["block_hash"],
+        confirmations=row["confirmations"], last_event_id=0, ledger_transaction_id=None,
+        first_seen_at=_NOT_WRITTEN, updated_at=_NOT_WRITTEN, address_kind=row["address_kind"])
+
+
+_NOT_WRITTEN = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
 class ScanFinality:
     """What the node said while the scan read its blocks, to judge finality at once.
 
@@ -263,13 +321,16 @@ def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
 def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
                       headers: Sequence[Any], observations: Sequence[Observation],
                       users: Mapping[str, str], *, head_block: int,
-                      finality: ScanFinality | None, now: datetime) -> tuple[int, int]:
+                      finality: ScanFinality | None, now: datetime,
+                      credits: ScanCredits | None = None) -> tuple[int, int, int]:
     """``record_scan``, and new deposits already final under ``finality`` are moved to final
-    in the same transaction. Returns (new deposits, deposits that reached finality)."""
+    in the same transaction; those of them in ``credits`` whose record agreed are credited
+    there too. Returns (new deposits, deposits that reached finality, deposits credited)."""
     cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
     existing = repo.lock_deposits(uow.conn, [(chain.name, o.transfer.tx_hash,
                                                o.transfer.position) for o in observations])
     new_rows, batch = [], _Batch(now)
+    credited: list[_Credit] = []
     ours = _internal_to_deposit_addresses(uow, chain, observations)
     for o in observations:
         t = o.transfer
@@ -310,12 +371,65 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
             batch.add(row, S.INCLUDED, E.FINALITY_REACHED, confirmations=evidence.confirmations,
                       rule=evidence.rule, evidence=evidence.to_json())
             finals += 1
+            if credits is not None:
+                _credit_at_scan(chain, credits, row, evidence.to_json(), ours, credited)
+    counts = _post_credits(uow, batch, credited, credits.accounts if credits else None,
+                           chain, now)
     batch.write(uow)
     for header in headers:
         cursor = list(chain_advance(cursor, header.number, header.hash, keep=chain.cursor_keep))
     if headers:
         repo.save_cursor(uow.conn, chain.name, cursor)
-    return len(new_rows), finals
+    return len(new_rows), finals, counts["credited"] + counts["suspense"]
+
+
+def _credit_at_scan(chain: ChainConfig, credits: ScanCredits, row: Mapping[str, Any],
+                    finality: Mapping[str, Any], internal: set[Key],
+                    credited: list[_Credit]) -> None:
+    """Queue ``row`` (new, final at first sight) for its credit if its record agreed and it is
+    a user's or a suspense deposit, the same decision ``settle_final`` makes."""
+    key = (row["chain"], row["tx_hash"], row["position"])
+    verdict = credits.attested.get(key)
+    if (verdict is None or verdict.verdict is not Verdict.AGREED or key in internal
+            or row["address_kind"] != "deposit" or row["amount_minor"] is None
+            or row["booking"] not in (Booking.USER.value, Booking.SUSPENSE.value)):
+        return
+    d = _record(row, row["id"])
+    event = model.event_at_finality(Booking(d.booking), True)
+    final = dict(finality)
+    rule = str(final.pop("rule", ""))
+    credited.append((d, event, rule, {**final, "attestation": verdict.evidence}))
+
+
+#: A deposit to credit: its record, its settling event, the rule text and the evidence.
+_Credit = tuple[DepositRecord, DepositEvent, str, dict[str, Any]]
+
+
+def _post_credits(uow: UnitOfWork, batch: _Batch, credited: Sequence[_Credit],
+                  accounts: AccountCache | None, chain: ChainConfig, now: datetime,
+                  entries: Sequence[Entry] | None = None,
+                  plans: Mapping[int, own.OwnPlan] | None = None) -> dict[str, int]:
+    """Post the credits (``entries``, else each deposit's own ``_entry``) in one
+    ``ledger.post_batch`` and append each deposit's settling row with its ledger transaction.
+    A refused posting raises: a deposit credit that the ledger refuses is a bug."""
+    counts = {"credited": 0, "suspense": 0, "held": 0, "internal": 0, "capital": 0}
+    if not credited:
+        return counts
+    if entries is None:
+        assert accounts is not None
+        entries = [_entry(chain, d, accounts, rule, evidence, now)
+                   for d, _, rule, evidence in credited]
+    for (d, event, rule, evidence), outcome in zip(
+            credited, ledger.post_batch(uow, entries), strict=True):
+        if outcome.error is not None:
+            raise outcome.error  # A refused deposit posting is a bug: stop loudly.
+        batch.add(d, S.FINAL, event, rule=rule, evidence=evidence,
+                  ledger_transaction_id=outcome.transaction_id, reason=d.booking_reason)
+        if plans and d.id in plans:
+            assert outcome.transaction_id is not None
+            own.after_post(uow, d, plans[d.id], outcome.transaction_id)
+        counts[_COUNTED.get(event, "suspense")] += 1
+    return counts
 
 
 def _internal_to_deposit_addresses(uow: UnitOfWork, chain: ChainConfig,
@@ -578,7 +692,9 @@ def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int,
     A transfer to our own hot or cold address is classified by ``deposits.own.plan``
     (internal, capital, or suspense with a case), in this same transaction.
     """
-    batch, entries, posted_deposits = _Batch(now), [], []
+    batch: _Batch = _Batch(now)
+    entries: list[Entry] = []
+    posted_deposits: list[_Credit] = []
     counts = {"credited": 0, "suspense": 0, "held": 0, "internal": 0, "capital": 0}
     taken: set[int] = set()
     plans: dict[int, own.OwnPlan] = {}
@@ -607,18 +723,9 @@ def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int,
             reason = verdict.reason if event is E.CUSTODY_RECORD_DISAGREED else d.booking_reason
             batch.add(d, S.FINAL, event, rule=rule or None, evidence=evidence, reason=reason)
             counts["held"] += 1
-    for (d, event, rule, evidence), outcome in zip(
-            posted_deposits, ledger.post_batch(uow, entries), strict=True):
-        if outcome.error is not None:
-            raise outcome.error  # A refused deposit posting is a bug: stop loudly.
-        batch.add(d, S.FINAL, event, rule=rule, evidence=evidence,
-                  ledger_transaction_id=outcome.transaction_id, reason=d.booking_reason)
-        if d.id in plans:
-            assert outcome.transaction_id is not None
-            own.after_post(uow, d, plans[d.id], outcome.transaction_id)
-        counts[_COUNTED.get(event, "suspense")] += 1
+    posted = _post_credits(uow, batch, posted_deposits, accounts, chain, now, entries, plans)
     batch.write(uow)
-    return counts
+    return {k: counts[k] + posted[k] for k in counts}
 
 
 _COUNTED = {E.ATTESTED_FOR_USER: "credited", E.FUNDING_MATCHED: "capital"}

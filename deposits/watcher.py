@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -48,10 +49,10 @@ from sqlalchemy.engine import Engine
 
 from chains.errors import RpcUnavailable
 from chains.model import (
-    Confirmations,
     FinalityPolicy,
     FinalityRule,
     cursor_heights,
+    final_height,
     find_common_ancestor,
     parse_finality_rule,
 )
@@ -106,6 +107,10 @@ class _Fetched:
 
     heads: tuple[int, int | None]
     result: ScanResult | None
+    #: The deposits the scan's transaction may credit (``service.credit_candidates``) and
+    #: their attestations by deposit key, read right after the scan.
+    candidates: list[repo.DepositRecord] = field(default_factory=list)
+    attested: dict[repo.Key, Attestation] = field(default_factory=dict)
 
 
 def rpc_for(url: str, chain: ChainConfig) -> RpcClient:
@@ -134,6 +139,9 @@ class Watcher:
                 attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.policy,
                                                trace_method=self.chain.trace_method)
         self.attestor = attestor
+        # The prefetch thread attests what it read while the settle thread may attest too: an
+        # attestor (its node client) serves one thread at a time.
+        self._attest_lock = threading.Lock()
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max
         # One range read ahead while a catch-up writes the previous one (node reads overlap
@@ -235,10 +243,15 @@ class Watcher:
             self._ahead = (last.number, last.hash), time.monotonic(), self._pool.submit(
                 self._fetch, self._ahead_rpc, (last.number, last.hash))
         finality = service.ScanFinality(self.policy, head, fetched.heads[1])
-        report.new_deposits, report.finals = run_in_transaction(
+        credits = None
+        if fetched.attested:
+            self._ensure_accounts(service.accounts_needed(self.chain, fetched.candidates))
+            credits = service.ScanCredits(fetched.attested, self.accounts)
+        report.new_deposits, report.finals, credited = run_in_transaction(
             self.engine, lambda uow: service.record_scan_final(
                 uow, self.config, self.chain, result.headers, result.observations,
-                result.users, head_block=head, finality=finality, now=now))
+                result.users, head_block=head, finality=finality, now=now, credits=credits))
+        report.credited += credited
 
     def _fetch(self, rpc: RpcClient, tip: tuple[int, str] | None) -> _Fetched:
         """Read the blocks above ``tip`` (node calls and a short read of our addresses only).
@@ -259,12 +272,24 @@ class Watcher:
             return dict(self._read(lambda uow: repo.users_of_addresses(uow.conn, family,
                                                                        addresses)))
 
-        return _Fetched(heads, scan_blocks(rpc, tip, start, max(end, start - 1),
-                                           lookup_users=lookup,
-                                           own_addresses=self.chain.own_addresses,
-                                           trace_internal=self.chain.trace_internal,
-                                           trace_method=self.chain.trace_method,
-                                           is_listed=lambda c: self.chain.token(c) is not None))
+        final = final_height(self.policy.strictest, head_block=heads[0],
+                             finalized_block=heads[1])
+        result = scan_blocks(rpc, tip, start, max(end, start - 1), lookup_users=lookup,
+                             own_addresses=self.chain.own_addresses,
+                             trace_internal=self.chain.trace_internal,
+                             trace_method=self.chain.trace_method,
+                             is_listed=lambda c: self.chain.token(c) is not None,
+                             final_height=final)
+        if result.reorg or not result.observations:
+            return _Fetched(heads, result)
+        # Deposits already final are attested now, outside any transaction (on the prefetch
+        # thread while catching up), so that the scan's transaction credits them.
+        candidates = service.credit_candidates(self.config, self.chain, result.observations,
+                                               result.users, final_height=final)
+        with self._attest_lock:
+            verdicts = self.attestor.attest(candidates) if candidates else {}
+        return _Fetched(heads, result, candidates,
+                        {d.key: verdicts[d.id] for d in candidates if d.id in verdicts})
 
     def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:
         """The prefetched scan above ``tip``, if there is one, it is recent and it worked."""
@@ -323,11 +348,7 @@ class Watcher:
         # the chain: with amount thresholds, a small deposit waits as long as a large one
         # before it is called failed (never sooner than under the chain's own rule).
         head, finalized = self._finality_heads()
-        rule = self.policy.strictest
-        if isinstance(rule, Confirmations):
-            height = head - rule.required + 1
-            return height if height >= 0 else None
-        return finalized
+        return final_height(self.policy.strictest, head_block=head, finalized_block=finalized)
 
     def _failures(self, report: StepReport, now: datetime) -> None:
         waiting = self._read(lambda uow: repo.deposits_in_states(
@@ -375,15 +396,10 @@ class Watcher:
             uow.conn, self.chain.name, [S.FINAL], limit=self.settle_batch_max))
         if not finals:
             return
-        needed = service.accounts_needed(self.chain, finals)
-        try:
-            run_in_transaction(self.engine,
-                               lambda uow: self.accounts.ensure(uow, self.config, needed))
-        except BaseException:
-            self.accounts.forget(needed)
-            raise
+        self._ensure_accounts(service.accounts_needed(self.chain, finals))
         attestable = [d for d in finals if d.booking != Booking.REVIEW]
-        verdicts: dict[int, Attestation] = self.attestor.attest(attestable)
+        with self._attest_lock:
+            verdicts: dict[int, Attestation] = self.attestor.attest(attestable)
         verdicts.update({d.id: Attestation(Verdict.PENDING) for d in finals
                          if d.booking == Booking.REVIEW})
         finality = self._read(lambda uow: repo.finality_evidence(uow.conn,
@@ -400,3 +416,12 @@ class Watcher:
             report.credited += counts["credited"]
             report.suspense += counts["suspense"]
             report.held += counts["held"]
+
+    def _ensure_accounts(self, needed: list[Any]) -> None:
+        """Open the ledger accounts ``needed`` in a committed transaction of their own."""
+        try:
+            run_in_transaction(self.engine,
+                               lambda uow: self.accounts.ensure(uow, self.config, needed))
+        except BaseException:
+            self.accounts.forget(needed)
+            raise
