@@ -10,20 +10,25 @@ and runs these phases; node calls always happen between database transactions, n
    back to unconfirmed; credited ones open a case). Record the transfers to our addresses and
    advance the cursor in ONE transaction; a new deposit whose block is already final under the
    rule (head and finalized read before the scan, hash from the scan's own headers) gets its
-   ``finality_reached`` row in that same transaction.
+   ``finality_reached`` row in that same transaction, and, if the custody record agreed (the
+   attestor is asked right after the scan, outside any transaction), its credit too: a
+   catch-up credits each range in the transaction that records it. A token or internal
+   transfer in a block already final under the strictest rule is taken from its receipt (no
+   transaction read, no nonce: such a deposit can no longer fail).
 2. progress: confirmations and finality of included deposits, each under the rule its
    amount selects (the chain's rule, or a stricter one of ``finality_by_amount``).
 3. failures: an unconfirmed deposit whose sender's nonce was consumed at a height final under
    the chain's strictest rule by another transaction is failed.
 4. provider: deposits the provider calls complete before our rule is met are held.
-5. settle: final deposits are checked against the custody record (attestor, outside any
+5. settle: the final deposits left (not final at first sight, or their record was pending,
+   or they are held or ours) are checked against the custody record (attestor, outside any
    transaction) and credited (``ledger.service.post_batch``, up to 500 deposits per call)
    with their history rows in one transaction.
 
 Catching up (a step that did not reach the head), two things overlap: the next range is read
-from the node on a prefetch thread while this one is written (it is used only if the next step
-starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``), and the next step settles
-the deposits this one left final on a settle thread while it scans. Both threads finish inside
+from the node and attested on a prefetch thread while this one is written (it is used only if
+the next step starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``), and the next
+step settles the deposits this one left final on a settle thread while it scans. Both threads finish inside
 the step's chain lock; a step that reaches the head settles at its end as before, so a
 following watcher credits in the step that sees finality. While catching up, a report's
 ``credited`` counts deposits the previous step made final.
