@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from chains.rpc import RpcCall, RpcClient
 from config.uow import UnitOfWork
 from deposits.attestors import Attestation, Verdict
 from deposits.repository import DepositRecord
 from deposits.watcher import Watcher
-from ledger import service as ledger
 from ledger.integrity import verify
 from tests.deposits.conftest import ALICE, NOW, Rig
 
@@ -139,28 +139,26 @@ def test_a_record_that_disagrees_leaves_the_deposit_final_and_uncredited(rig: Ri
     assert rig.wallet("alice", "USDC") == 0
 
 
-def test_a_failed_credit_rolls_back_the_whole_scan(rig: Rig, monkeypatch: pytest.MonkeyPatch
-                                                   ) -> None:
+def test_a_refused_credit_rolls_back_the_whole_scan(rig: Rig, owner: Engine) -> None:
     tx = rig.node.transact(rig.tokens.usdc, "transfer", [rig.user("alice"), 7_000_000], ALICE)
     rig.node.mine(6)
-    watcher = rig.watcher()
-    real = ledger.post_batch
-
-    def crash(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("the process died here")
-
-    monkeypatch.setattr(ledger, "post_batch", crash)
-    with pytest.raises(RuntimeError, match="died"):
-        watcher.step(now=NOW)
-    # Nothing of the scan is there: no deposit, no history, the cursor did not move.
+    post = "ledger_post_arrays"  # the ledger's batch write path, the credit's post
+    with owner.begin() as conn:
+        conn.execute(sa.text(f"REVOKE EXECUTE ON FUNCTION {post} FROM custody_app"))
+    try:
+        # The database refuses the credit: the scan that found the deposit fails with it.
+        with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            rig.watcher().step(now=NOW)
+    finally:
+        with owner.begin() as conn:
+            conn.execute(sa.text(f"GRANT EXECUTE ON FUNCTION {post} TO custody_app"))
+    # Nothing of that scan is there: no deposit, no history, the cursor did not move.
     assert rig.deposits(tx) == {}
     with UnitOfWork(rig.engine) as uow:
         assert uow.conn.execute(sa.text(
             "SELECT count(*) FROM watcher_cursors WHERE chain = 'dev'")).scalar_one() == 0
-    monkeypatch.setattr(ledger, "post_batch", real)
     report = rig.watcher().step(now=NOW)
     assert (report.new_deposits, report.credited) == (1, 1)
     assert rig.deposit_postings() == 1
     assert rig.wallet("alice", "USDC") == 7_000_000
     assert verify(rig.engine).ok
-
