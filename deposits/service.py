@@ -204,8 +204,25 @@ class _Batch:
         })
         return moved
 
-    def write(self, uow: UnitOfWork) -> None:
-        repo.append_events(uow.conn, self.events, list(self.states.values()))
+    def write(self, uow: UnitOfWork, new_rows: Sequence[dict[str, Any]] = (),
+              event_ids: Sequence[int] = ()) -> None:
+        """Write the events and states. ``new_rows``: deposits not written yet (under ids of
+        ``repo.reserve_ids``), inserted in the state their events leave them in, their events
+        under ``event_ids`` (ascending, at least one per event); the other deposits' events
+        are appended and their states updated."""
+        fresh = {r["id"]: r for r in new_rows}
+        if fresh:
+            events = [e for e in self.events if e["deposit_id"] in fresh]
+            assert len(event_ids) >= len(events), "too few history ids reserved"
+            last: dict[int, int] = {}
+            for event, event_id in zip(events, event_ids, strict=False):
+                event["id"] = last[event["deposit_id"]] = event_id
+            repo.insert_with_history(uow.conn, [
+                {**row, **self.states[i], "last_event_id": last[i]} for i, row in fresh.items()],
+                events)
+        repo.append_events(
+            uow.conn, [e for e in self.events if e["deposit_id"] not in fresh],
+            [st for i, st in self.states.items() if i not in fresh])
 
 
 def _listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Listing:
@@ -350,12 +367,15 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
             batch.add(seen, DepositState(seen.state), E.BLOCK_REORGED_OUT)
             batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
                       evidence={"log_index": t.log_index})
-    ids = repo.insert_deposits(uow.conn, new_rows)
+    # At most three history rows per new deposit (seen or ignored, final, credited): the new
+    # deposits are inserted once, in the state those rows leave them in.
+    ids, event_ids = repo.reserve_ids(uow.conn, len(new_rows), 3 * len(new_rows)) \
+        if new_rows else ([], [])
     canonical = {h.number: h.hash for h in headers}
     policy = _policy(finality.rule) if finality is not None else None
     finals = 0
-    for row in new_rows:
-        row["id"] = ids[(row["chain"], row["tx_hash"], row["position"])]
+    for row, deposit_id in zip(new_rows, ids, strict=True):
+        row["id"] = deposit_id
         ignored = row["state"] == S.IGNORED
         batch.add(row, None, E.TRANSFER_IGNORED if ignored else E.TRANSFER_INCLUDED,
                   reason=row["booking_reason"], evidence={"log_index": row.pop("log_index")})
@@ -375,7 +395,7 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
                 _credit_at_scan(chain, credits, row, evidence.to_json(), ours, credited)
     counts = _post_credits(uow, batch, credited, credits.accounts if credits else None,
                            chain, now)
-    batch.write(uow)
+    batch.write(uow, new_rows, event_ids)
     for header in headers:
         cursor = list(chain_advance(cursor, header.number, header.hash, keep=chain.cursor_keep))
     if headers:

@@ -28,10 +28,11 @@ and runs these phases; node calls always happen between database transactions, n
 Catching up (a step that did not reach the head), two things overlap: the next range is read
 from the node and attested on a prefetch thread while this one is written (it is used only if
 the next step starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``), and the next
-step settles the deposits this one left final on a settle thread while it scans. Both threads finish inside
-the step's chain lock; a step that reaches the head settles at its end as before, so a
-following watcher credits in the step that sees finality. While catching up, a report's
-``credited`` counts deposits the previous step made final.
+step settles the deposits this one left final on a settle thread while it scans. Both threads
+finish inside the step's chain lock; a step that reaches the head settles at its end as
+before, so a following watcher credits in the step that sees finality. While catching up, a
+report's ``credited`` counts the deposits its scan credited and those the previous step left
+final.
 
 Every write is idempotent against a crash right before or after its commit: the cursor moves
 with the observations, a state is re-read under lock before it moves, and a credit is keyed by

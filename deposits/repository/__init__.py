@@ -51,8 +51,10 @@ from deposits.repository.deposits import (
     events_of,
     finality_evidence,
     insert_deposits,
+    insert_with_history,
     lock_deposits,
     pending_incoming,
+    reserve_ids,
 )
 from deposits.repository.inbox import InboxRecord, get_inbox, inbox_for, insert_inbox
 from deposits.repository.own import (
@@ -108,6 +110,7 @@ __all__ = [
     "insert_case_vote",
     "insert_case_resolution",
     "insert_deposits",
+    "insert_with_history",
     "insert_funding",
     "insert_funding_match",
     "insert_inbox",
@@ -120,6 +123,7 @@ __all__ = [
     "lock_case_votes",
     "lock_chain",
     "lock_deposits",
+    "reserve_ids",
     "lock_unmatched_funding",
     "next_address_index",
     "open_accounts",

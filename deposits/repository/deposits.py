@@ -185,6 +185,64 @@ def insert_deposits(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> dict
     return {(r.chain, r.tx_hash, r.position): r.id for r in result}
 
 
+def reserve_ids(conn: Connection, deposits: int, events: int) -> tuple[list[int], list[int]]:
+    """``deposits`` new deposit ids and ``events`` new history row ids, each ascending, from
+    their sequences (one round trip): :func:`insert_with_history` writes rows under them."""
+    row = conn.execute(sa.text(
+        "SELECT ARRAY(SELECT nextval('deposits_id_seq') FROM generate_series(1, :d)) AS d, "
+        " ARRAY(SELECT nextval('deposit_events_id_seq') FROM generate_series(1, :e)) AS e"),
+        {"d": deposits, "e": events}).one()
+    return sorted(row.d), sorted(row.e)
+
+
+def insert_with_history(conn: Connection, rows: Sequence[Mapping[str, Any]],
+                        events: Sequence[Mapping[str, Any]]) -> None:
+    """Insert new deposits already in the state their history leaves them in, and that history,
+    in one statement: no row is written twice.
+
+    ``rows``: new deposits under ids from :func:`reserve_ids` (``id``), with their current
+    state, block, confirmations, ``ledger_transaction_id`` and ``last_event_id`` (the id of
+    the last of their ``events``). ``events``: their history rows, each with its reserved
+    ``id`` (ascending in history order). What ``append_events`` writes for existing deposits,
+    written for new ones without the update.
+    """
+    if not rows:
+        return
+    conn.execute(
+        sa.text(
+            "WITH d AS (INSERT INTO deposits (id, chain, tx_hash, position, token, "
+            "  from_address, to_address, value, tx_from, tx_nonce, user_id, asset_code, "
+            "  amount_minor, booking, booking_reason, state, block_number, block_hash, "
+            "  confirmations, last_event_id, ledger_transaction_id, address_kind) "
+            " SELECT x.id, x.chain, x.tx_hash, x.position, x.token, x.from_address, "
+            "  x.to_address, CAST(x.value AS numeric), x.tx_from, x.tx_nonce, x.user_id, "
+            "  x.asset_code, CAST(x.amount_minor AS numeric), x.booking, x.booking_reason, "
+            "  x.state, x.block_number, x.block_hash, x.confirmations, x.last_event_id, "
+            "  x.ledger_transaction_id, coalesce(x.address_kind, 'deposit') "
+            " FROM jsonb_to_recordset(CAST(:j AS jsonb)) AS x(id bigint, chain text, "
+            "  tx_hash text, position text, token text, from_address text, to_address text, "
+            "  value text, tx_from text, tx_nonce bigint, user_id text, asset_code text, "
+            "  amount_minor text, booking text, booking_reason text, state text, "
+            "  block_number bigint, block_hash text, confirmations int, last_event_id bigint, "
+            "  ledger_transaction_id bigint, address_kind text) "
+            " RETURNING id) "
+            "INSERT INTO deposit_events (id, deposit_id, chain, tx_hash, position, event, "
+            " state, block_number, block_hash, confirmations, rule, evidence, reason, "
+            " ledger_transaction_id, inbox_event_id, observed_at) "
+            "SELECT x.id, x.deposit_id, x.chain, x.tx_hash, x.position, x.event, x.state, "
+            " x.block_number, x.block_hash, x.confirmations, x.rule, "
+            " coalesce(x.evidence, '{}'::jsonb), x.reason, x.ledger_transaction_id, "
+            " x.inbox_event_id, x.observed_at "
+            "FROM jsonb_to_recordset(CAST(:e AS jsonb)) AS x(id bigint, deposit_id bigint, "
+            " chain text, tx_hash text, position text, event text, state text, "
+            " block_number bigint, block_hash text, confirmations int, rule text, "
+            " evidence jsonb, reason text, ledger_transaction_id bigint, inbox_event_id text, "
+            " observed_at timestamptz) ORDER BY x.id"
+        ),
+        {"j": _json(list(rows)), "e": _json(list(events))},
+    )
+
+
 def append_events(conn: Connection, events: Sequence[Mapping[str, Any]],
                   states: Sequence[Mapping[str, Any]]) -> None:
     """Append history rows and move each deposit's current state in one statement.
