@@ -12,7 +12,8 @@ Run ``python -m bench.deposit_bench --help``. One run:
    calls read as ``--trace`` says, node-receipt attestation on the prefetch thread, and each
    range's history rows and ``ledger.service.post_batch`` credits in the scan's transaction;
    reported as blocks/s and deposits/s into the history and into the ledger (end to end: the
-   clock stops when every deposit is credited), with the peak RSS of this process;
+   clock stops when every deposit is credited), with the peak RSS of this process and the CPU
+   seconds this process, PostgreSQL and anvil used meanwhile;
 4. measures the naive baseline over the first ``--baseline-blocks`` blocks (same chain, its own
    chain name so keys never collide): web3.py ``get_block`` plus one
    ``get_transaction_receipt`` per transaction, and one database transaction per deposit
@@ -24,6 +25,7 @@ Run ``python -m bench.deposit_bench --help``. One run:
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -61,6 +63,29 @@ console = Console(highlight=False, width=150)
 
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by this process, every PostgreSQL process and
+    every anvil on the machine, from ``/proc`` (processes that exited are not counted; the
+    watcher's database connections stay open for the whole catch-up)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {"this process": 0.0, "postgres": 0.0, "anvil": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if stat.parent.name == str(os.getpid()):
+            used["this process"] += seconds
+        elif name.startswith("postgres"):
+            used["postgres"] += seconds
+        elif name.startswith("anvil"):
+            used["anvil"] += seconds
+    return used
 
 
 @dataclass(frozen=True)
@@ -247,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         naive_cfg = chains_config(node, token, "naive")
         _progress("watcher catching up")
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        cpu_before = cpu_seconds()
         fast = run_watcher(engine, fast_cfg, head)
+        cpu = {k: v - cpu_before[k] for k, v in cpu_seconds().items()}
         rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         _progress(f"naive baseline over {args.baseline_blocks} blocks")
         naive = run_naive(engine, node, naive_cfg, args.baseline_blocks)
@@ -272,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"verify {'ok' if report.ok else 'FAILED'}; not credited: {twice}")
     console.print(f"peak RSS of this process: {rss_before:,.0f} MB before the catch-up, "
                   f"{rss_peak:,.0f} MB after it")
+    console.print(f"CPU during the catch-up ({fast.ledger_s:.2f} s on {os.cpu_count()} cores): "
+                  + ", ".join(f"{k} {v:.2f} s" for k, v in cpu.items()))
     return 0 if report.ok and twice == 0 else 1
 
 
