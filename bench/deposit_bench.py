@@ -137,9 +137,9 @@ TRACES = ("trace_block", "debug_traceBlockByHash", "off")
 
 
 def chains_config(node: AnvilNode, token: Contract, name: str,
-                  trace: str = "trace_block") -> ChainsConfig:
+                  trace: str = "trace_block", scan_blocks_max: int = 500) -> ChainsConfig:
     """A one-chain configuration for the bench."""
-    options: dict[str, Any] = {"scan_blocks_max": 500}
+    options: dict[str, Any] = {"scan_blocks_max": scan_blocks_max}
     if trace == "off":
         options["trace_internal"] = False
     else:
@@ -252,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", choices=TRACES, default="trace_block",
                         help="how the watcher reads internal calls (default trace_block; "
                              "debug_traceBlockByHash re-executes every block on the node)")
+    parser.add_argument("--scan-blocks-max", type=int, default=500,
+                        help="the chain's scan_blocks_max: blocks per watcher step (default 500, "
+                             "the configuration's default)")
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--data-dir", type=Path, default=Path("var/bench-deposits"))
     args = parser.parse_args(argv)
@@ -268,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         _progress(f"filling {args.blocks} blocks")
         token = fill_chain(node, ours, args.blocks, args.ours_per_block)
         head = node.head()
-        fast_cfg = chains_config(node, token, "fast", args.trace)
+        fast_cfg = chains_config(node, token, "fast", args.trace, args.scan_blocks_max)
         naive_cfg = chains_config(node, token, "naive")
         _progress("watcher catching up")
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
