@@ -292,8 +292,15 @@ class Watcher:
         # thread while catching up), so that the scan's transaction credits them.
         candidates = service.credit_candidates(self.config, self.chain, result.observations,
                                                result.users, final_height=final)
-        with self._attest_lock:
-            verdicts = self.attestor.attest(candidates) if candidates else {}
+        try:
+            with self._attest_lock:
+                verdicts = self.attestor.attest(candidates) if candidates else {}
+        except Exception:  # noqa: BLE001 - the settle phase asks again, where errors count
+            # An attestor that fails (its node down) must not stop the scan: the deposits are
+            # recorded as final, and the settle phase asks the attestor again.
+            log.warning("%s: attesting %d deposits right after the scan failed; the settle "
+                        "phase asks again", self.chain.name, len(candidates), exc_info=True)
+            return _Fetched(heads, result)
         return _Fetched(heads, result, candidates,
                         {d.key: verdicts[d.id] for d in candidates if d.id in verdicts})
 

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from chains.errors import RpcUnavailable
 from chains.rpc import RpcCall, RpcClient
 from config.uow import UnitOfWork
 from deposits.attestors import Attestation, Verdict
@@ -48,6 +49,21 @@ class Disagreeing:
     def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
         self.asked += [d.tx_hash for d in deposits]
         return {d.id: Attestation(Verdict.DISAGREED, "amount_mismatch") for d in deposits}
+
+
+class Unreachable:
+    """An attestor whose node does not answer, until it is told to."""
+
+    name = "node"
+
+    def __init__(self, rig: Rig) -> None:
+        self.down = True
+        self.node = Watcher(rig.engine, rig.config, rig.chain).attestor
+
+    def attest(self, deposits: Sequence[DepositRecord]) -> dict[int, Attestation]:
+        if self.down:
+            raise RpcUnavailable("the attestor's node does not answer")
+        return self.node.attest(deposits)
 
 
 def _watcher(rig: Rig, rpc: RpcClient) -> Watcher:
@@ -162,3 +178,20 @@ def test_a_refused_credit_rolls_back_the_whole_scan(rig: Rig, owner: Engine) -> 
     assert rig.deposit_postings() == 1
     assert rig.wallet("alice", "USDC") == 7_000_000
     assert verify(rig.engine).ok
+
+
+def test_an_attestor_that_fails_does_not_stop_the_scan(rig: Rig) -> None:
+    tx = rig.node.transact(rig.tokens.usdc, "transfer", [rig.user("alice"), 7_000_000], ALICE)
+    rig.node.mine(6)
+    attestor = Unreachable(rig)
+    watcher = rig.watcher(attestor=attestor)
+    # The scan records the deposit as final; the settle phase meets the failure, as before.
+    with pytest.raises(RpcUnavailable):
+        watcher.step(now=NOW)
+    assert rig.deposits(tx) == {"log:0": "final"}
+    assert rig.deposit_postings() == 0
+    attestor.down = False
+    assert watcher.step(now=NOW).credited == 1
+    assert rig.wallet("alice", "USDC") == 7_000_000
+    assert [h.event for h in _history(rig, tx)] == [
+        "transfer_included", "finality_reached", "attested_for_user"]
