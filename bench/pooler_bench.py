@@ -46,20 +46,16 @@ from rich.table import Table
 
 from bench.ledger_bench import _autocommit, create_database
 from bench.withdrawal_bench import (
-    CHAIN,
     CONFIG,
-    EFFECTIVE_AT,
-    NoOwnAddresses,
     _accounts,
+    post_or_reserve,
     setup,
 )
 from config.database import embedded_url, make_engine
 from config.uow import UnitOfWork
 from devtools.config import dev_configs
 from devtools.pgbouncer import start_pgbouncer
-from ledger import service as ledger
 from ledger.integrity import verify
-from ledger.model import Entry, credit, debit
 
 console = Console(highlight=False, width=160)
 #: (route, setting) in the order they run.
@@ -87,26 +83,17 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 def run_one(run: Run, url: str, users: int, clients: int, warmup: int, tag: str) -> None:
     """``clients`` threads on one engine: warm up, then a closed loop for the window."""
-    from withdrawals.service import WithdrawalRequest, request_withdrawal
-
     engine = make_engine(url, pool_size=clients, pooler=run.setting)
     _, cfg = dev_configs(CONFIG)
     pairs = _accounts(url, users) if run.workload == "post" else []
-    own, lock = NoOwnAddresses(), threading.Lock()
+    lock = threading.Lock()
     ready = threading.Barrier(clients + 1)
     go = threading.Event()
     end_at = [0.0]
 
     def one(rng: random.Random, key: str) -> None:
         user, amount = rng.randrange(users), rng.randrange(1_000_000, 5_000_000)
-        if run.workload == "post":
-            wallet, withdrawals = pairs[user]
-            ledger.post_entry(engine, Entry(key, "withdrawal_reserve", EFFECTIVE_AT, "bench",
-                                            (debit(wallet, amount), credit(withdrawals, amount))))
-        else:
-            request_withdrawal(engine, cfg, own, WithdrawalRequest(
-                f"u{user}", CHAIN, "USDC", "0x" + rng.randbytes(20).hex(), amount, key),
-                now=datetime.now(UTC))
+        post_or_reserve(engine, cfg, pairs, run.workload, user, amount, key, rng)
 
     def attempt(rng: random.Random, key: str, timed: bool) -> None:
         began = time.monotonic()

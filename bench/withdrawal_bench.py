@@ -90,6 +90,24 @@ class NoOwnAddresses:
         return False
 
 
+def post_or_reserve(engine: Any, cfg: Any, pairs: Sequence[tuple[Account, Account]],
+                    mode: str, user: int, amount: int, key: str,
+                    rng: random.Random) -> None:
+    """One measured operation under idempotency key ``key``: ``post`` puts ``amount`` from the
+    user's wallet to its withdrawals account (``pairs[user]``) in one ledger post; ``reserve``
+    requests a withdrawal of ``amount`` to a fresh random address."""
+    from withdrawals.service import WithdrawalRequest, request_withdrawal
+
+    if mode == "post":
+        wallet, withdrawals = pairs[user]
+        ledger.post_entry(engine, Entry(key, "withdrawal_reserve", EFFECTIVE_AT, "bench",
+                                        (debit(wallet, amount), credit(withdrawals, amount))))
+    else:
+        request_withdrawal(engine, cfg, NoOwnAddresses(), WithdrawalRequest(
+            f"u{user}", CHAIN, "USDC", "0x" + rng.randbytes(20).hex(), amount, key),
+            now=datetime.now(UTC))
+
+
 @dataclass(frozen=True)
 class Spec:
     """One measured run."""
@@ -212,8 +230,6 @@ def client_main(url: str, spec: Spec, proc_no: int, users: int, counter: Any, re
     Each thread first sends ``spec.warmup`` untimed requests (its pooled connection opened,
     the server backend's caches and plans warm, as in a running service), then the process
     reports ready and waits for the common start time set by the parent."""
-    from withdrawals.service import WithdrawalRequest, request_withdrawal
-
     threads_n = spec.clients // spec.procs
     chains, cfg = dev_configs(CONFIG)
     engine = make_engine(url, pool_size=threads_n)
@@ -222,7 +238,6 @@ def client_main(url: str, spec: Spec, proc_no: int, users: int, counter: Any, re
     lock = threading.Lock()
     if spec.mode == "reserve":
         _instrument(engine, result, lock)
-    own = NoOwnAddresses()
     interval = spec.clients / spec.rate if spec.rate else 0.0
     warmed = threading.Barrier(threads_n + 1)
     started = threading.Event()
@@ -232,14 +247,7 @@ def client_main(url: str, spec: Spec, proc_no: int, users: int, counter: Any, re
         user = rng.randrange(users)
         key = f"r{spec.run_no}-{proc_no}-{n}"
         amount = rng.randrange(1_000_000, 5_000_000)
-        if spec.mode == "post":
-            wallet, withdrawals = pairs[user]
-            ledger.post_entry(engine, Entry(key, "withdrawal_reserve", EFFECTIVE_AT, "bench",
-                                            (debit(wallet, amount), credit(withdrawals, amount))))
-        else:
-            request_withdrawal(engine, cfg, own, WithdrawalRequest(
-                f"u{user}", CHAIN, "USDC", "0x" + rng.randbytes(20).hex(), amount, key),
-                now=datetime.now(UTC))
+        post_or_reserve(engine, cfg, pairs, spec.mode, user, amount, key, rng)
 
     def client(t: int) -> None:
         rng = random.Random(proc_no * 1000 + t + spec.run_no * 10**6)
