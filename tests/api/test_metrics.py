@@ -175,7 +175,12 @@ def test_a_node_that_never_answers_bounds_the_scrape_and_is_asked_once_per_windo
             ready = http.get("/readyz")
             second_s = time.monotonic() - started
     assert value(families, "custody_chain_node_up", chain="devnet") == 0
-    assert PROBE_TIMEOUT_MS / 1000 <= first_s < PROBE_TIMEOUT_MS / 1000 + 3
+    # Bounded by the probe's own timeout, not by the chain's (one attempt with it alone would
+    # take rpc_timeout_ms, and it is retried): the rest of the scrape's time is the machine's
+    # (5.6 s seen on a loaded machine, with 3 s of slack allowed then).
+    node_timeout_s = chains.chain("devnet").rpc_timeout_ms / 1000
+    assert node_timeout_s > PROBE_TIMEOUT_MS / 1000
+    assert PROBE_TIMEOUT_MS / 1000 <= first_s < node_timeout_s
     # /readyz shares the answer kept from the scrape: no second wait on the dead node.
     assert second_s < 1
     assert ready.status_code == 503 and "chain:devnet" in ready.json()["failing"]
