@@ -90,6 +90,9 @@ class NoOwnAddresses:
         return False
 
 
+_NO_OWN = NoOwnAddresses()
+
+
 def post_or_reserve(engine: Any, cfg: Any, pairs: Sequence[tuple[Account, Account]],
                     mode: str, user: int, amount: int, key: str,
                     rng: random.Random) -> None:
@@ -103,7 +106,7 @@ def post_or_reserve(engine: Any, cfg: Any, pairs: Sequence[tuple[Account, Accoun
         ledger.post_entry(engine, Entry(key, "withdrawal_reserve", EFFECTIVE_AT, "bench",
                                         (debit(wallet, amount), credit(withdrawals, amount))))
     else:
-        request_withdrawal(engine, cfg, NoOwnAddresses(), WithdrawalRequest(
+        request_withdrawal(engine, cfg, _NO_OWN, WithdrawalRequest(
             f"u{user}", CHAIN, "USDC", "0x" + rng.randbytes(20).hex(), amount, key),
             now=datetime.now(UTC))
 

@@ -278,16 +278,23 @@ def credit_candidates(config: ChainsConfig, chain: ChainConfig,
     found: list[DepositRecord] = []
     for o in observations:
         t = o.transfer
-        if (t.block_number > final_height or t.from_address in chain.own_addresses
-                or chain.address_kind(t.to_address) is not None):
+        if t.block_number > final_height:
             continue
         row = _new_row(config, chain, o, users.get(t.to_address), {
             "block_number": t.block_number, "block_hash": t.block_hash, "confirmations": None})
-        if row["booking"] not in (Booking.USER.value, Booking.SUSPENSE.value) \
-                or row["amount_minor"] is None:
-            continue
-        found.append(_record(row, -1 - len(found)))
+        if _creditable_at_scan(chain, row):
+            found.append(_record(row, -1 - len(found)))
     return found
+
+
+def _creditable_at_scan(chain: ChainConfig, row: Mapping[str, Any]) -> bool:
+    """Whether a new deposit row may be credited by the scan that finds it (once final and
+    attested): to a user's deposit address, not from one of our own addresses (a gas top-up
+    is settled as internal), booked to the user or to suspense with a ledger amount. Anything
+    else (ours, held for review, ignored) is left to the settle phase."""
+    return (row["address_kind"] == "deposit" and row["from_address"] not in chain.own_addresses
+            and row["amount_minor"] is not None
+            and row["booking"] in (Booking.USER.value, Booking.SUSPENSE.value))
 
 
 def _record(row: Mapping[str, Any], deposit_id: int) -> DepositRecord:
@@ -411,8 +418,7 @@ def _credit_at_scan(chain: ChainConfig, credits: ScanCredits, row: Mapping[str, 
     key = (row["chain"], row["tx_hash"], row["position"])
     verdict = credits.attested.get(key)
     if (verdict is None or verdict.verdict is not Verdict.AGREED or key in internal
-            or row["address_kind"] != "deposit" or row["amount_minor"] is None
-            or row["booking"] not in (Booking.USER.value, Booking.SUSPENSE.value)):
+            or not _creditable_at_scan(chain, row)):
         return
     d = _record(row, row["id"])
     event = model.event_at_finality(Booking(d.booking), True)

@@ -205,6 +205,17 @@ class TestInternal:
         assert event.evidence["internal_transfer"]["reference"] == "cold_transfer:1"
 
 
+
+def _one_funding_two_transfers(orig: OwnRig) -> tuple[str, str]:
+    """One funding declared, two equal transfers to the hot wallet, both final and settled."""
+    declare(orig, amount=str(ETH))
+    first = orig.node.send_eth(ALICE, HOT, ETH)
+    second = orig.node.send_eth(ALICE, HOT, ETH)
+    block = send_and_finalize(orig, second)
+    orig.mine_to(block + 2)
+    orig.step()
+    return first, second
+
 class TestFundings:
     def test_declared_funding_booked_as_capital_at_finality(self, orig: OwnRig) -> None:
         funding, replayed = declare(orig, amount=str(25 * ETH // 10))
@@ -225,24 +236,14 @@ class TestFundings:
         assert verify(orig.engine).ok
 
     def test_each_funding_matched_once_second_transfer_unattributed(self, orig: OwnRig) -> None:
-        declare(orig, amount=str(ETH))
-        first = orig.node.send_eth(ALICE, HOT, ETH)
-        second = orig.node.send_eth(ALICE, HOT, ETH)
-        block = send_and_finalize(orig, second)
-        orig.mine_to(block + 2)
-        orig.step()
+        first, second = _one_funding_two_transfers(orig)
         states = sorted([*orig.deposits(first).values(), *orig.deposits(second).values()])
         assert states == ["capital", "suspense"]
         assert len(cases(orig)) == 1
 
     def test_the_database_refuses_a_match_the_service_would_not_make(
             self, orig: OwnRig) -> None:
-        declare(orig, amount=str(ETH))
-        first = orig.node.send_eth(ALICE, HOT, ETH)
-        second = orig.node.send_eth(ALICE, HOT, ETH)
-        block = send_and_finalize(orig, second)
-        orig.mine_to(block + 2)
-        orig.step()
+        first, second = _one_funding_two_transfers(orig)
         (fresh, _) = declare(orig, amount=str(ETH), key="k2")  # unmatched, same facts
         with orig.engine.connect() as conn:
             rows = {r.state: r for r in conn.execute(sa.text(
