@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -98,18 +99,33 @@ class Driver:
 
 
 def _watcher(database_url: str, config: Path) -> int:
-    """Fork a watcher process (its own engine and node client) running ``run_watch``.
+    """Fork a watcher process (its own engine and node client) running ``run_watch``; returns
+    once the child holds a database connection.
 
     Forked rather than spawned so that the kills land in the watcher's work, not in Python's
-    start-up; the child never returns and dies only by the signal.
+    start-up; the child never returns and dies only by the signal. The kill moment is counted
+    from the child's first connection, so that a loaded machine's slow connect does not eat
+    the window (the test asserts that most kills land after the watcher wrote something).
     """
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
+            os.close(ready_r)
             engine = make_engine(database_url, pool_size=2)
+            with engine.connect():
+                pass  # The pool keeps it: run_watch's first step reuses it.
+            os.write(ready_w, b"r")
+            os.close(ready_w)
             run_watch(engine, load_chains_config(config), poll_interval_s=0.05)
         finally:
             os._exit(3)
+    os.close(ready_w)
+    try:
+        readable, _, _ = select.select([ready_r], [], [], 60)
+        assert readable and os.read(ready_r, 1) == b"r", "the watcher never connected"
+    finally:
+        os.close(ready_r)
     return pid
 
 
