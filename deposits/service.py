@@ -19,10 +19,10 @@ from chains.model import (
     AmountThreshold,
     FinalityPolicy,
     FinalityRule,
+    advance_cursor_over,
     evaluate_deposit_finality,
     parse_finality_rule,
 )
-from chains.model import advance_cursor as chain_advance
 from config.chains import AddressSourceConfig, ChainConfig, ChainsConfig
 from config.money import AmountTextInvalid, parse_decimal_amount
 from config.uow import UnitOfWork
@@ -403,10 +403,9 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
     counts = _post_credits(uow, batch, credited, credits.accounts if credits else None,
                            chain, now)
     batch.write(uow, new_rows, event_ids)
-    for header in headers:
-        cursor = list(chain_advance(cursor, header.number, header.hash, keep=chain.cursor_keep))
     if headers:
-        repo.save_cursor(uow.conn, chain.name, cursor)
+        repo.save_cursor(uow.conn, chain.name, list(advance_cursor_over(
+            cursor, [(h.number, h.hash) for h in headers], keep=chain.cursor_keep)))
     return len(new_rows), finals, counts["credited"] + counts["suspense"]
 
 

@@ -14,6 +14,7 @@ from chains.model import (
     FinalityPolicy,
     FinalizedTag,
     advance_cursor,
+    advance_cursor_over,
     confirmations,
     cursor_heights,
     detect_reorg,
@@ -208,6 +209,24 @@ class TestCursor:
     def test_advance_replaces_a_branch(self) -> None:
         cursor = ((1, "0x01"), (2, "0x02"), (3, "0x03"))
         assert advance_cursor(cursor, 2, "0xBEEF", keep=10) == ((1, "0x01"), (2, "0xbeef"))
+
+    @given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["0xA", "0xb"])),
+                    max_size=12),
+           st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["0xC", "0xd"])),
+                    max_size=40),
+           st.integers(1, 8))
+    def test_advance_over_many_blocks_is_advancing_by_each(
+            self, cursor: list[tuple[int, str]], blocks: list[tuple[int, str]],
+            keep: int) -> None:
+        # The definition, one block at a time: drop entries at or above it, append, keep the
+        # highest ``keep``. Any cursor and any order of blocks (a scan's are ascending).
+        expected: tuple[tuple[int, str], ...] = tuple(cursor)
+        for height, block_hash in blocks:
+            kept = [(h, x) for h, x in expected if h < height] + [(height, block_hash.lower())]
+            expected = tuple(sorted(kept)[-keep:])
+        if not blocks:
+            expected = tuple(sorted(cursor))
+        assert advance_cursor_over(cursor, blocks, keep=keep) == expected
 
     def test_rewind_and_heights(self) -> None:
         cursor = ((1, "0x01"), (2, "0x02"), (3, "0x03"))
