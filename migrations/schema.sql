@@ -327,6 +327,40 @@ $$;
 ALTER FUNCTION public.deposit_case_votes_check() OWNER TO CURRENT_USER;
 
 --
+-- Name: deposit_events_refs_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.deposit_events_refs_check() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad record;
+BEGIN
+  SELECT n.id, n.deposit_id, n.ledger_transaction_id,
+         NOT EXISTS (SELECT 1 FROM deposits d WHERE d.id = n.deposit_id) AS no_deposit
+    INTO bad
+    FROM new_rows n
+   WHERE NOT EXISTS (SELECT 1 FROM deposits d WHERE d.id = n.deposit_id)
+      OR (n.ledger_transaction_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM ledger_transactions t
+                           WHERE t.id = n.ledger_transaction_id))
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF bad.no_deposit THEN
+    RAISE EXCEPTION 'deposit history row % names deposit %, which does not exist', bad.id,
+      bad.deposit_id USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RAISE EXCEPTION 'deposit history row % names ledger transaction %, which does not exist',
+    bad.id, bad.ledger_transaction_id USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+
+ALTER FUNCTION public.deposit_events_refs_check() OWNER TO CURRENT_USER;
+
+--
 -- Name: deposits_guard(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -359,6 +393,32 @@ $$;
 
 
 ALTER FUNCTION public.deposits_guard() OWNER TO CURRENT_USER;
+
+--
+-- Name: deposits_refs_check(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.deposits_refs_check() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad record;
+BEGIN
+  SELECT n.id, n.ledger_transaction_id INTO bad
+    FROM new_rows n
+   WHERE n.ledger_transaction_id IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = n.ledger_transaction_id)
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'deposit % names ledger transaction %, which does not exist', bad.id,
+      bad.ledger_transaction_id USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.deposits_refs_check() OWNER TO CURRENT_USER;
 
 --
 -- Name: ledger_array_ok(anyarray); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
@@ -1703,12 +1763,38 @@ CREATE FUNCTION public.outbox_deposit_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  -- Payload version 2 (docs/webhooks.md): the deposit and the history row under the names of
-  -- the API's Deposit and DepositEvent, ids as strings, the amount as {"minor", "decimal"}.
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
-                             version)
-  SELECT 'evt_dep_' || n.id, k.kind, u.client_id, d.user_id, 'deposit:' || d.id,
-         jsonb_build_object(
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, deposit_event_id,
+                             created_at, version)
+  SELECT 'evt_dep_' || n.id, k.kind, u.client_id, d.user_id, 'deposit:' || d.id, n.id,
+         n.recorded_at, 2
+    FROM new_rows n
+    CROSS JOIN LATERAL (SELECT CASE
+      WHEN n.event = 'transfer_included' THEN 'deposit.seen'
+      WHEN n.event = 'block_reorged_out' THEN 'deposit.reorged'
+      WHEN n.event = 'transfer_reincluded' THEN 'deposit.reincluded'
+      WHEN n.state = 'credited' THEN 'deposit.credited'
+      WHEN n.state = 'held_for_review' THEN 'deposit.held'
+      WHEN n.state = 'failed' THEN 'deposit.failed'
+    END AS kind) k
+    JOIN deposits d ON d.id = n.deposit_id
+    LEFT JOIN api_users u ON u.id = d.user_id
+   WHERE k.kind IS NOT NULL AND d.user_id IS NOT NULL
+   ORDER BY n.id;
+  RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION public.outbox_deposit_event() OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_deposit_payload(bigint); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_deposit_payload(history_id bigint) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT jsonb_build_object(
            'deposit', jsonb_build_object(
              'id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
              'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
@@ -1723,28 +1809,15 @@ BEGIN
              'block_number', n.block_number, 'block_hash', n.block_hash,
              'confirmations', n.confirmations, 'rule', n.rule, 'reason', n.reason,
              'ledger_transaction_id', n.ledger_transaction_id::text,
-             'observed_at', n.observed_at, 'recorded_at', n.recorded_at)),
-         n.recorded_at, 2
-    FROM new_rows n
-    CROSS JOIN LATERAL (SELECT CASE
-      WHEN n.event = 'transfer_included' THEN 'deposit.seen'
-      WHEN n.event = 'block_reorged_out' THEN 'deposit.reorged'
-      WHEN n.event = 'transfer_reincluded' THEN 'deposit.reincluded'
-      WHEN n.state = 'credited' THEN 'deposit.credited'
-      WHEN n.state = 'held_for_review' THEN 'deposit.held'
-      WHEN n.state = 'failed' THEN 'deposit.failed'
-    END AS kind) k
+             'observed_at', n.observed_at, 'recorded_at', n.recorded_at))
+    FROM deposit_events n
     JOIN deposits d ON d.id = n.deposit_id
-    LEFT JOIN api_users u ON u.id = d.user_id
     LEFT JOIN assets a ON a.code = d.asset_code
-   WHERE k.kind IS NOT NULL AND d.user_id IS NOT NULL
-   ORDER BY n.id;
-  RETURN NULL;
-END
+   WHERE n.id = history_id
 $$;
 
 
-ALTER FUNCTION public.outbox_deposit_event() OWNER TO CURRENT_USER;
+ALTER FUNCTION public.outbox_deposit_payload(history_id bigint) OWNER TO CURRENT_USER;
 
 --
 -- Name: outbox_fan_out(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
@@ -1770,6 +1843,94 @@ $$;
 
 
 ALTER FUNCTION public.outbox_fan_out() OWNER TO CURRENT_USER;
+
+--
+-- Name: outbox_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TABLE public.outbox_events (
+    id bigint NOT NULL,
+    event_id text NOT NULL,
+    type text NOT NULL,
+    client_id bigint,
+    user_id text,
+    subject text NOT NULL,
+    payload jsonb,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    version smallint DEFAULT 2 NOT NULL,
+    deposit_event_id bigint,
+    CONSTRAINT outbox_events_event_id_check CHECK ((event_id ~ '^evt_[a-z0-9_]{1,120}$'::text)),
+    CONSTRAINT outbox_events_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT outbox_events_payload_source_check CHECK ((((payload IS NULL) = (deposit_event_id IS NOT NULL)) AND ((deposit_event_id IS NULL) OR ((type ~~ 'deposit.%'::text) AND (version = 2) AND (event_id = ('evt_dep_'::text || deposit_event_id)))))),
+    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert|allowlist)\.[a-z_]{1,40}$'::text)),
+    CONSTRAINT outbox_events_version_check CHECK ((version = ANY (ARRAY[1, 2])))
+);
+
+
+ALTER TABLE public.outbox_events OWNER TO CURRENT_USER;
+
+--
+-- Name: TABLE outbox_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON TABLE public.outbox_events IS 'Append-only outbox: one row per event, written in the transaction of the change it describes; delivered later, at least once, by the delivery job.';
+
+
+--
+-- Name: COLUMN outbox_events.event_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.event_id IS 'Stable id sent with every delivery (dedupe key).';
+
+
+--
+-- Name: COLUMN outbox_events.client_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.client_id IS 'The client owning the user (api_users), NULL when no client owns it (then undelivered, except alerts, which go to alert endpoints).';
+
+
+--
+-- Name: COLUMN outbox_events.subject; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.subject IS 'What it is about: deposit:<id>, withdrawal:<id>, ...';
+
+
+--
+-- Name: COLUMN outbox_events.payload; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.payload IS 'The event data; amounts are strings. NULL for a deposit event that names its history row (deposit_event_id): read every payload through outbox_payload(o).';
+
+
+--
+-- Name: COLUMN outbox_events.version; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.version IS 'Payload version: 1 (before 0026: flat, amount_minor/amount), 2 (the API''s shapes: docs/webhooks.md). An event is always rendered in the version it was written in.';
+
+
+--
+-- Name: COLUMN outbox_events.deposit_event_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
+--
+
+COMMENT ON COLUMN public.outbox_events.deposit_event_id IS 'The deposit history row (deposit_events.id) this deposit event was written for; its payload is rendered from that row when read (outbox_payload). NULL for other events and for deposit events written before revision 0034 (they store their payload).';
+
+
+--
+-- Name: outbox_payload(public.outbox_events); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.outbox_payload(o public.outbox_events) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN o.deposit_event_id IS NULL THEN o.payload
+              ELSE outbox_deposit_payload(o.deposit_event_id) END
+$$;
+
+
+ALTER FUNCTION public.outbox_payload(o public.outbox_events) OWNER TO CURRENT_USER;
 
 --
 -- Name: outbox_withdrawal_event(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
@@ -4332,71 +4493,6 @@ ALTER SEQUENCE public.ledger_transactions_id_seq OWNED BY public.ledger_transact
 
 
 --
--- Name: outbox_events; Type: TABLE; Schema: public; Owner: CURRENT_USER
---
-
-CREATE TABLE public.outbox_events (
-    id bigint NOT NULL,
-    event_id text NOT NULL,
-    type text NOT NULL,
-    client_id bigint,
-    user_id text,
-    subject text NOT NULL,
-    payload jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    version smallint DEFAULT 2 NOT NULL,
-    CONSTRAINT outbox_events_event_id_check CHECK ((event_id ~ '^evt_[a-z0-9_]{1,120}$'::text)),
-    CONSTRAINT outbox_events_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT outbox_events_type_check CHECK ((type ~ '^(deposit|withdrawal|alert|allowlist)\.[a-z_]{1,40}$'::text)),
-    CONSTRAINT outbox_events_version_check CHECK ((version = ANY (ARRAY[1, 2])))
-);
-
-
-ALTER TABLE public.outbox_events OWNER TO CURRENT_USER;
-
---
--- Name: TABLE outbox_events; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON TABLE public.outbox_events IS 'Append-only outbox: one row per event, written in the transaction of the change it describes; delivered later, at least once, by the delivery job.';
-
-
---
--- Name: COLUMN outbox_events.event_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON COLUMN public.outbox_events.event_id IS 'Stable id sent with every delivery (dedupe key).';
-
-
---
--- Name: COLUMN outbox_events.client_id; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON COLUMN public.outbox_events.client_id IS 'The client owning the user (api_users), NULL when no client owns it (then undelivered, except alerts, which go to alert endpoints).';
-
-
---
--- Name: COLUMN outbox_events.subject; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON COLUMN public.outbox_events.subject IS 'What it is about: deposit:<id>, withdrawal:<id>, ...';
-
-
---
--- Name: COLUMN outbox_events.payload; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON COLUMN public.outbox_events.payload IS 'The event data; amounts are strings.';
-
-
---
--- Name: COLUMN outbox_events.version; Type: COMMENT; Schema: public; Owner: CURRENT_USER
---
-
-COMMENT ON COLUMN public.outbox_events.version IS 'Payload version: 1 (before 0026: flat, amount_minor/amount), 2 (the API''s shapes: docs/webhooks.md). An event is always rendered in the version it was written in.';
-
-
---
 -- Name: outbox_events_id_seq; Type: SEQUENCE; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6882,13 +6978,6 @@ CREATE INDEX deposit_events_deposit_idx ON public.deposit_events USING btree (de
 
 
 --
--- Name: deposit_events_key_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
---
-
-CREATE INDEX deposit_events_key_idx ON public.deposit_events USING btree (chain, tx_hash, "position", id);
-
-
---
 -- Name: deposits_block_idx; Type: INDEX; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7477,6 +7566,13 @@ CREATE TRIGGER deposit_events_outbox AFTER INSERT ON public.deposit_events REFER
 
 
 --
+-- Name: deposit_events deposit_events_refs; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposit_events_refs AFTER INSERT ON public.deposit_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.deposit_events_refs_check();
+
+
+--
 -- Name: deposits deposits_guard; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
 --
 
@@ -7495,6 +7591,20 @@ CREATE TRIGGER deposits_no_delete BEFORE DELETE ON public.deposits FOR EACH ROW 
 --
 
 CREATE TRIGGER deposits_no_truncate BEFORE TRUNCATE ON public.deposits FOR EACH STATEMENT EXECUTE FUNCTION public.ledger_refuse_change();
+
+
+--
+-- Name: deposits deposits_refs_insert; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposits_refs_insert AFTER INSERT ON public.deposits REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.deposits_refs_check();
+
+
+--
+-- Name: deposits deposits_refs_update; Type: TRIGGER; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE TRIGGER deposits_refs_update AFTER UPDATE ON public.deposits REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.deposits_refs_check();
 
 
 --
@@ -8257,30 +8367,6 @@ ALTER TABLE ONLY public.deposit_cases
 
 
 --
--- Name: deposit_events deposit_events_deposit_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.deposit_events
-    ADD CONSTRAINT deposit_events_deposit_id_fkey FOREIGN KEY (deposit_id) REFERENCES public.deposits(id);
-
-
---
--- Name: deposit_events deposit_events_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.deposit_events
-    ADD CONSTRAINT deposit_events_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
-
-
---
--- Name: deposits deposits_ledger_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
---
-
-ALTER TABLE ONLY public.deposits
-    ADD CONSTRAINT deposits_ledger_transaction_id_fkey FOREIGN KEY (ledger_transaction_id) REFERENCES public.ledger_transactions(id);
-
-
---
 -- Name: gas_top_up_events gas_top_up_events_attempt_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: CURRENT_USER
 --
 
@@ -8651,6 +8737,14 @@ GRANT UPDATE(removed_at) ON TABLE public.withdrawal_allowlist TO custody_app;
 --
 
 GRANT UPDATE(removed_by) ON TABLE public.withdrawal_allowlist TO custody_app;
+
+
+--
+-- Name: TABLE outbox_events; Type: ACL; Schema: public; Owner: CURRENT_USER
+--
+
+GRANT SELECT,INSERT ON TABLE public.outbox_events TO custody_app;
+GRANT SELECT,INSERT ON TABLE public.outbox_events TO custody_withdrawal_writer;
 
 
 --
@@ -9225,14 +9319,6 @@ GRANT SELECT ON TABLE public.ledger_transactions TO custody_withdrawal_writer;
 
 GRANT SELECT,USAGE ON SEQUENCE public.ledger_transactions_id_seq TO custody_app;
 GRANT USAGE ON SEQUENCE public.ledger_transactions_id_seq TO custody_ledger_writer;
-
-
---
--- Name: TABLE outbox_events; Type: ACL; Schema: public; Owner: CURRENT_USER
---
-
-GRANT SELECT,INSERT ON TABLE public.outbox_events TO custody_app;
-GRANT SELECT,INSERT ON TABLE public.outbox_events TO custody_withdrawal_writer;
 
 
 --

@@ -2,7 +2,9 @@
 ``webhook_deliveries``, ``webhook_attempts``).
 
 Events are written by triggers on the histories (migration 0005) and, for alerts, by
-``insert_alert``; the delivery rules (claims, retries, signatures) are in ``api.outbox``.
+``insert_alert``; the delivery rules (claims, retries, signatures) are in ``api.outbox``. Every
+payload is read through the SQL function ``outbox_payload``: a deposit event stores none and
+is rendered from its history row (revision 0034).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def claim_due(conn: Connection, now: datetime, batch_max: int,
         "  FROM due WHERE d.id = due.id RETURNING d.id, d.attempts, d.event_id, "
         "  d.endpoint_id) "
         "SELECT c.id, c.attempts, e.id AS endpoint_id, e.url, e.secret_sealed, o.event_id, "
-        "  o.type, o.created_at, o.payload, o.version, "
+        "  o.type, o.created_at, outbox_payload(o) AS payload, o.version, "
         "  CASE WHEN e.previous_secret_expires_at > :now "
         "  THEN e.previous_secret_sealed END AS previous_secret_sealed "
         "  FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id "
@@ -282,7 +284,8 @@ class StoredEvent:
     version: int
 
 
-_EVENT_COLUMNS = "o.id, o.event_id, o.type, o.created_at, o.payload, o.version"
+#: A deposit event's payload is rendered from its history row (``outbox_payload``: revision 0034).
+_EVENT_COLUMNS = "o.id, o.event_id, o.type, o.created_at, outbox_payload(o) AS payload, o.version"
 
 
 def list_events(conn: Connection, *, client_id: int | None, types: Sequence[str],

@@ -51,9 +51,11 @@ class TestTriggers:
                                                 ("deposit.seen", "acme")]
         with api.engine.connect() as conn:
             payload = conn.execute(sa.text(
-                "SELECT payload FROM outbox_events WHERE type = 'deposit.seen'")).scalar_one()
+                "SELECT outbox_payload(o) FROM outbox_events o WHERE type = 'deposit.seen'")
+            ).scalar_one()
             wd = conn.execute(sa.text(
-                "SELECT event_id, payload FROM outbox_events WHERE type LIKE 'withdrawal.%'")).one()
+                "SELECT event_id, outbox_payload(o) AS payload FROM outbox_events o "
+                "WHERE type LIKE 'withdrawal.%'")).one()
         deposit = payload["deposit"]
         assert deposit["amount"] == {"minor": "7000000", "decimal": "7.000000"}
         assert deposit["user_id"] == user and deposit["state"] == "included"
@@ -64,6 +66,37 @@ class TestTriggers:
             "30.000000", "0.400000")
         assert withdrawal["amount"]["minor"] == "30000000"
         assert wd.event_id.startswith("evt_wd_")
+
+    def test_a_deposit_event_is_rendered_from_its_history_row_the_same_at_every_read(
+            self, api: Api) -> None:
+        from deposits import service as deposits
+
+        user = api.new_user()
+        seed_deposit(api, user, 7_000_000)
+
+        def seen() -> tuple[object, object, dict[str, object]]:
+            with api.engine.connect() as conn:
+                row = conn.execute(sa.text(
+                    "SELECT o.payload, o.deposit_event_id, outbox_payload(o) AS rendered "
+                    "FROM outbox_events o WHERE type = 'deposit.seen'")).one()
+            return row.payload, row.deposit_event_id, row.rendered
+
+        stored, history_id, before = seen()
+        with api.engine.connect() as conn:
+            first_row = conn.execute(sa.text("SELECT min(id) FROM deposit_events")).scalar()
+        # Nothing stored but the history row it names; rendered from it.
+        assert (stored, history_id) == (None, first_row)
+        assert before["history"]["id"] == str(first_row)  # type: ignore[index]
+        chains, _ = configs()
+        with UnitOfWork(api.engine) as uow:  # The deposit moves on: reorged out.
+            deposits.record_rewind(uow, chains.chain("devnet"), 50, {"test": True},
+                                   now=datetime.now(UTC))
+            uow.commit()
+        assert [t for _, t, _ in events(api.engine)] == ["deposit.seen", "deposit.reorged"]
+        _, _, after = seen()
+        # The seen event still says what it said when it was written.
+        assert after == before
+        assert before["deposit"]["state"] == "included"  # type: ignore[index]
 
     def test_a_deep_reorg_case_is_an_alert_of_the_owning_client(self, api: Api) -> None:
         user = api.new_user()

@@ -102,3 +102,50 @@ class TestPositions:
         with pytest.raises(sa_exc.DBAPIError) as raised, engine.begin() as conn:
             conn.execute(insert, {"t": TX, "p": position})
         assert sqlstate(raised.value) == "23514"  # check_violation
+
+
+class TestReferences:
+    """The history's and the deposits' references, checked once per statement (they were
+    foreign keys until revision 0034): a missing parent is refused with 23503, as before."""
+
+    @pytest.mark.parametrize("statement", [
+        # A history row naming a deposit that does not exist, alone or beside a good one.
+        "INSERT INTO deposit_events (deposit_id, chain, tx_hash, position, event, state, "
+        "observed_at) VALUES (999999, 'dev', :t, 'log:0', 'transfer_ignored', 'ignored', now())",
+        "INSERT INTO deposit_events (deposit_id, chain, tx_hash, position, event, state, "
+        "observed_at) SELECT i, 'dev', :t, 'log:0', 'transfer_ignored', 'ignored', now() "
+        "FROM (SELECT min(id) FROM deposits UNION ALL SELECT 999999) x(i)",
+        # A history row naming a ledger transaction that does not exist.
+        "INSERT INTO deposit_events (deposit_id, chain, tx_hash, position, event, state, "
+        "ledger_transaction_id, observed_at) SELECT id, chain, tx_hash, position, "
+        "'transfer_ignored', 'ignored', 999999, now() FROM deposits",
+        # A deposit naming a ledger transaction that does not exist: at insert, at update.
+        "INSERT INTO deposits (chain, tx_hash, position, from_address, to_address, value, "
+        "booking, state, last_event_id, ledger_transaction_id) VALUES ('dev', :t, 'log:1', "
+        "'0x1', '0x2', 1, 'ignore', 'ignored', 0, 999999)",
+        "UPDATE deposits SET ledger_transaction_id = 999999, last_event_id = last_event_id + 1",
+    ])
+    def test_a_missing_parent_is_refused(self, engine: Engine, statement: str) -> None:
+        _seed(engine)
+        with engine.connect() as conn:
+            before = conn.execute(sa.text(
+                "SELECT (SELECT count(*) FROM deposit_events), (SELECT count(*) FROM deposits), "
+                "(SELECT count(*) FROM deposits WHERE ledger_transaction_id IS NOT NULL)")).one()
+        with pytest.raises(sa_exc.DBAPIError) as raised, engine.begin() as conn:
+            conn.execute(sa.text(statement), {"t": TX})
+        assert sqlstate(raised.value) == "23503"  # foreign_key_violation
+        with engine.connect() as conn:
+            after = conn.execute(sa.text(
+                "SELECT (SELECT count(*) FROM deposit_events), (SELECT count(*) FROM deposits), "
+                "(SELECT count(*) FROM deposits WHERE ledger_transaction_id IS NOT NULL)")).one()
+        assert after == before
+
+    def test_existing_parents_are_accepted(self, engine: Engine) -> None:
+        _seed(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO deposit_events (deposit_id, chain, tx_hash, position, event, state, "
+                "observed_at) SELECT id, chain, tx_hash, position, 'transfer_ignored', "
+                "'ignored', now() FROM deposits"))
+            count = conn.execute(sa.text("SELECT count(*) FROM deposit_events")).scalar()
+        assert count == 2

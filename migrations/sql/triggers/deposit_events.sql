@@ -3,37 +3,21 @@
 -- transaction, whatever code path wrote the row: deposit.seen, deposit.reorged,
 -- deposit.reincluded, deposit.credited, deposit.held, deposit.failed. The event id is derived from
 -- the history row (evt_dep_<id>), so a receiver dedupes on it. Payload version 2
--- (api/schemas_events.py: DepositEventData).
+-- (api/schemas_events.py: DepositEventData), rendered from the history row when read.
 
 -- Deposit history -> deposit.seen / reorged / reincluded / credited / held / failed.
 -- Deposits of no user (unattributed, unknown address) concern no client: no event.
 -- One statement per INSERT (a transition table), not a row trigger: a catch-up appends thousands
 -- of history rows in one statement, and a PL/pgSQL call with its own join per row was most of
 -- the cost of writing them (bench/RESULTS.md, "Deposit catch-up"). The events are inserted in
--- history order, so that outbox ids follow the history rows' ids.
+-- history order, so that outbox ids follow the history rows' ids. An event names its history row
+-- and stores no payload: outbox_payload renders it from that row when the event is read
+-- (functions/outbox_deposit_payload.sql; revision 0034 says why).
 CREATE OR REPLACE FUNCTION outbox_deposit_event() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  -- Payload version 2 (docs/webhooks.md): the deposit and the history row under the names of
-  -- the API's Deposit and DepositEvent, ids as strings, the amount as {"minor", "decimal"}.
-  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, payload, created_at,
-                             version)
-  SELECT 'evt_dep_' || n.id, k.kind, u.client_id, d.user_id, 'deposit:' || d.id,
-         jsonb_build_object(
-           'deposit', jsonb_build_object(
-             'id', d.id::text, 'user_id', d.user_id, 'chain', d.chain,
-             'tx_hash', d.tx_hash, 'position', d.position, 'token', d.token,
-             'from_address', d.from_address, 'to_address', d.to_address,
-             'asset', d.asset_code,
-             'amount', outbox_amount(d.amount_minor, a.scale),
-             'state', n.state, 'block_number', n.block_number,
-             'confirmations', n.confirmations,
-             'ledger_transaction_id', n.ledger_transaction_id::text),
-           'history', jsonb_build_object(
-             'id', n.id::text, 'event', n.event, 'state', n.state,
-             'block_number', n.block_number, 'block_hash', n.block_hash,
-             'confirmations', n.confirmations, 'rule', n.rule, 'reason', n.reason,
-             'ledger_transaction_id', n.ledger_transaction_id::text,
-             'observed_at', n.observed_at, 'recorded_at', n.recorded_at)),
+  INSERT INTO outbox_events (event_id, type, client_id, user_id, subject, deposit_event_id,
+                             created_at, version)
+  SELECT 'evt_dep_' || n.id, k.kind, u.client_id, d.user_id, 'deposit:' || d.id, n.id,
          n.recorded_at, 2
     FROM new_rows n
     CROSS JOIN LATERAL (SELECT CASE
@@ -46,12 +30,45 @@ BEGIN
     END AS kind) k
     JOIN deposits d ON d.id = n.deposit_id
     LEFT JOIN api_users u ON u.id = d.user_id
-    LEFT JOIN assets a ON a.code = d.asset_code
    WHERE k.kind IS NOT NULL AND d.user_id IS NOT NULL
    ORDER BY n.id;
   RETURN NULL;
 END
 $$;
+
+-- The references of history rows (their deposit, their ledger transaction), checked once per
+-- statement. These were foreign keys (until revision 0034); the parents never change or go
+-- (deposits are never deleted, ledger rows are append-only), so a lookup at insert is as strong,
+-- and it takes no share lock on the parent rows. Refusals are SQLSTATE 23503, as the keys' were.
+CREATE OR REPLACE FUNCTION deposit_events_refs_check() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  bad record;
+BEGIN
+  SELECT n.id, n.deposit_id, n.ledger_transaction_id,
+         NOT EXISTS (SELECT 1 FROM deposits d WHERE d.id = n.deposit_id) AS no_deposit
+    INTO bad
+    FROM new_rows n
+   WHERE NOT EXISTS (SELECT 1 FROM deposits d WHERE d.id = n.deposit_id)
+      OR (n.ledger_transaction_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM ledger_transactions t
+                           WHERE t.id = n.ledger_transaction_id))
+   LIMIT 1;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF bad.no_deposit THEN
+    RAISE EXCEPTION 'deposit history row % names deposit %, which does not exist', bad.id,
+      bad.deposit_id USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RAISE EXCEPTION 'deposit history row % names ledger transaction %, which does not exist',
+    bad.id, bad.ledger_transaction_id USING ERRCODE = 'foreign_key_violation';
+END
+$$;
+
+DROP TRIGGER IF EXISTS deposit_events_refs ON deposit_events;
+CREATE TRIGGER deposit_events_refs AFTER INSERT ON deposit_events
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION deposit_events_refs_check();
 
 DROP TRIGGER IF EXISTS deposit_events_outbox ON deposit_events;
 CREATE TRIGGER deposit_events_outbox AFTER INSERT ON deposit_events

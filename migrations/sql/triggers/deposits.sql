@@ -1,6 +1,6 @@
 -- deposits: the current state of each deposit (the facts live in deposit_events). Only its
 -- current-state columns may change, every change needs a new history row, a deposit's ledger
--- transaction never changes once set, and a deposit is never deleted.
+-- transaction never changes once set and exists, and a deposit is never deleted.
 
 -- Only the current-state columns of a deposit may change; its facts never do.
 CREATE OR REPLACE FUNCTION deposits_guard() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -38,3 +38,33 @@ CREATE TRIGGER deposits_no_delete BEFORE DELETE ON deposits
 DROP TRIGGER IF EXISTS deposits_no_truncate ON deposits;
 CREATE TRIGGER deposits_no_truncate BEFORE TRUNCATE ON deposits
   FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+
+-- A deposit's ledger transaction exists (checked once per statement, at insert and at update).
+-- This was a foreign key (until revision 0034); ledger transactions never change or go, so a
+-- lookup is as strong, and it takes no share lock on them. Refusals are SQLSTATE 23503.
+CREATE OR REPLACE FUNCTION deposits_refs_check() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  bad record;
+BEGIN
+  SELECT n.id, n.ledger_transaction_id INTO bad
+    FROM new_rows n
+   WHERE n.ledger_transaction_id IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = n.ledger_transaction_id)
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'deposit % names ledger transaction %, which does not exist', bad.id,
+      bad.ledger_transaction_id USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+-- Two triggers: a trigger with transition tables serves one event.
+DROP TRIGGER IF EXISTS deposits_refs_insert ON deposits;
+CREATE TRIGGER deposits_refs_insert AFTER INSERT ON deposits
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION deposits_refs_check();
+DROP TRIGGER IF EXISTS deposits_refs_update ON deposits;
+CREATE TRIGGER deposits_refs_update AFTER UPDATE ON deposits
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION deposits_refs_check();
