@@ -159,10 +159,20 @@ def _iso(at: datetime) -> str:
 
 
 def fingerprint(entry: Entry) -> str:
-    """SHA-256 over the canonical form of everything the request asks for."""
+    """SHA-256 over the canonical form of everything the request asks for: the JSON of
+    ``{"effective_at", "kind", "lines", "metadata", "out_of_period", "reason", "reference",
+    "reverses", "source"}`` with sorted keys and no spaces (stored with every transaction: it
+    never changes for the same request)."""
+    return fingerprint_at(fingerprint_tail(entry), entry.effective_at)
+
+
+def fingerprint_tail(entry: Entry) -> str:
+    """The canonical form of ``entry`` after its first member, ``effective_at`` (the first of
+    the sorted keys): :func:`fingerprint_at` completes it for any effective time. A batch
+    prepared before its effective time is known keeps this (``ledger.service.prepare_batch``).
+    """
     canonical = {
         "kind": entry.kind,
-        "effective_at": _iso(entry.effective_at),
         "source": entry.source,
         "reference": entry.reference,
         "reason": entry.reason,
@@ -174,7 +184,14 @@ def fingerprint(entry: Entry) -> str:
             for ln in entry.lines
         ],
     }
-    blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    # '{"kind":...}' without its '{': what follows '"effective_at":<time>,' in the whole form.
+    return json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)[1:]
+
+
+def fingerprint_at(tail: str, effective_at: datetime) -> str:
+    """The fingerprint of the entry whose :func:`fingerprint_tail` is ``tail``, effective at
+    ``effective_at``."""
+    blob = '{"effective_at":' + json.dumps(_iso(effective_at)) + "," + tail
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -212,6 +212,36 @@ def post_batch(uow: UnitOfWork, entries: Sequence[Entry]) -> list[BatchOutcome]:
     return outcomes
 
 
+#: A batch validated and built ahead of its effective time (:func:`prepare_batch`).
+PreparedBatch = repo.PreparedPost
+
+
+def prepare_batch(entries: Sequence[Entry]) -> PreparedBatch:
+    """Validate ``entries`` and build their ``post_batch`` call, except their effective time:
+    :func:`post_prepared` posts them all at one effective time (their own is not used). This
+    is what the client spends on a batch; a caller that knows its entries before it opens its
+    transaction prepares them there. A malformed entry raises EntryInvalid here."""
+    for entry in entries:
+        model.validate_entry(entry)
+    return repo.prepare(entries)
+
+
+def post_prepared(uow: UnitOfWork, prepared: PreparedBatch, *,
+                  effective_at: datetime) -> list[BatchOutcome]:
+    """:func:`post_batch` of a prepared batch, every entry effective at ``effective_at``:
+    the same verdicts, transactions and fingerprints as ``post_batch`` of the same entries
+    with that effective time."""
+    if effective_at.tzinfo is None or effective_at.utcoffset() is None:
+        raise EntryInvalid("effective_at must carry a time zone")
+    if not prepared.entries:
+        return []
+    results = repo.post_prepared(uow.conn, prepared, effective_at)
+    outcomes = [_outcome(e.idempotency_key, status, txid)
+                for e, (status, txid) in zip(prepared.entries, results, strict=True)]
+    _log_posted(prepared.entries, outcomes, committed=False)
+    return outcomes
+
+
 def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutcome]:
     return _post_batch_with(lambda arrays: repo.post_batch(conn, arrays), entries)
 

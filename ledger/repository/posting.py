@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
@@ -17,17 +19,18 @@ from sqlalchemy.engine import Connection, Engine
 
 from config.database import driver_rows
 from config.uow import UNREPLICATED, unreplicated_commit_in_doubt
-from ledger.model import Entry, fingerprint
+from ledger.model import Entry, fingerprint, fingerprint_at, fingerprint_tail
 
 #: Parameter arrays of ``ledger_post_arrays``: one element per entry, then one per line.
 PostArrays = tuple[list[Any], ...]
 
 
-def to_arrays(entries: Sequence[Entry]) -> PostArrays:
+def to_arrays(entries: Sequence[Entry], *, fingerprints: bool = True) -> PostArrays:
     """What ``ledger_post_arrays`` takes: 11 arrays with one element per entry (key,
     fingerprint, kind, reference, effective time, reason, source, reversed transaction,
     out-of-period flag, metadata as JSON text, number of lines), then 5 with one per line, entry
-    by entry (account id, asset id, amount as a decimal string, closed and reversed posting)."""
+    by entry (account id, asset id, amount as a decimal string, closed and reversed posting).
+    ``fingerprints=False`` leaves the fingerprints out (empty strings: ``prepare``)."""
     keys: list[Any] = []
     fps: list[Any] = []
     kinds: list[Any] = []
@@ -46,7 +49,7 @@ def to_arrays(entries: Sequence[Entry]) -> PostArrays:
     reverses: list[Any] = []
     for entry in entries:
         keys.append(entry.idempotency_key)
-        fps.append(fingerprint(entry))
+        fps.append(fingerprint(entry) if fingerprints else "")
         kinds.append(entry.kind)
         refs.append(entry.reference)
         effs.append(entry.effective_at)
@@ -130,6 +133,44 @@ def _post_params(arrays: PostArrays) -> tuple[str, ...]:
     """The arrays as literals, one text parameter each: psycopg's generic list adaptation cost
     the client more than the rest of a post (about 300 us for the 16 lists of one entry)."""
     return tuple(form(values) for form, values in zip(_ARRAY_FORMS, arrays, strict=True))
+
+
+@dataclass(frozen=True)
+class PreparedPost:
+    """A ``ledger_post_arrays`` call built before its entries' effective time is known: every
+    argument but the fingerprints and the effective times (``params`` holds None there) and
+    each entry's :func:`~ledger.model.fingerprint_tail`. :func:`post_prepared` completes it
+    for one effective time shared by every entry; building the rest (key, metadata, lines,
+    fingerprint forms) is most of the client's work for a batch, and a caller can do it
+    ahead, outside its transaction (the deposit watcher, on its prefetch thread)."""
+
+    entries: tuple[Entry, ...]
+    params: tuple[str | None, ...]
+    tails: tuple[str, ...]
+
+
+#: Positions of the fingerprints and of the effective times among ``to_arrays``' arrays.
+_FINGERPRINTS, _EFFECTIVE = 1, 4
+
+
+def prepare(entries: Sequence[Entry]) -> PreparedPost:
+    """``entries`` as a :class:`PreparedPost` (their own effective times are not used)."""
+    tails = tuple(fingerprint_tail(e) for e in entries)
+    arrays = list(to_arrays(entries, fingerprints=False))
+    params: list[str | None] = list(_post_params(tuple(arrays)))
+    params[_FINGERPRINTS] = params[_EFFECTIVE] = None
+    return PreparedPost(tuple(entries), tuple(params), tails)
+
+
+def post_prepared(conn: Connection, prepared: PreparedPost,
+                  effective_at: datetime) -> list[tuple[str, int | None]]:
+    """``post_batch`` of the prepared entries, every one effective at ``effective_at``."""
+    params = list(prepared.params)
+    params[_FINGERPRINTS] = "{" + ",".join(
+        fingerprint_at(tail, effective_at) for tail in prepared.tails) + "}"
+    params[_EFFECTIVE] = _time_array([effective_at] * len(prepared.tails))
+    rows = driver_rows(conn, _POST_SQL, tuple(params))
+    return _post_batch_rows(rows, len(prepared.tails))
 
 
 def _post_batch_rows(rows: Sequence[Any], count: int) -> list[tuple[str, int | None]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -190,6 +191,49 @@ class TestBatch:
         assert {o.status for o in second} == {"replayed"}
         assert stored(book, book.custody) == [sum(range(1, 21))]
 
+
+class TestPreparedBatch:
+    def test_posts_what_post_batch_posts_at_the_time_given(self, book: Book) -> None:
+        w1, w2 = book.wallet("u1"), book.wallet("u2")
+        book.deposit("u1", 100, "seed")
+        later = T0 + timedelta(days=3)
+        entries = [
+            transfer("p1", w1, book.custody, 60),  # ok: 100 -> 40
+            transfer("p2", w1, book.custody, 60),  # refused: only 40 left
+            replace(transfer("p3", book.custody, w2, 10), metadata={"deposit_id": 7, "why": ["x"]}),
+        ]
+        prepared = service.prepare_batch(entries)  # their own effective time is not used
+        with UnitOfWork(book.engine) as uow:
+            outcomes = service.post_prepared(uow, prepared, effective_at=later)
+            uow.commit()
+        assert [o.status for o in outcomes] == ["posted", "insufficient_funds", "posted"]
+        assert isinstance(outcomes[1].error, InsufficientFunds)
+        assert stored(book, w1, w2, book.custody) == [-40, -10, 50]
+        # The same entries at that time are the same requests (same fingerprints): replays.
+        with UnitOfWork(book.engine) as uow:
+            again = service.post_batch(uow, [replace(e, effective_at=later) for e in entries])
+            at_t0 = service.post_batch(uow, [entries[0]])
+            uow.commit()
+        assert [o.status for o in again] == ["replayed", "insufficient_funds", "replayed"]
+        assert [o.transaction_id for o in again] == [o.transaction_id for o in outcomes]
+        # Another effective time is another request.
+        assert at_t0[0].status == "conflict"
+        with book.engine.connect() as conn:
+            effective = conn.execute(sa.text(
+                "SELECT DISTINCT effective_at FROM ledger_transactions "
+                "WHERE idempotency_key IN ('p1', 'p3')")).scalars().all()
+        assert effective == [later]
+        assert integrity.verify(book.engine).ok
+
+    def test_malformed_entries_are_refused_before_anything_is_sent(self, book: Book) -> None:
+        bad = Entry(idempotency_key="bad", kind="transfer", effective_at=T0, source="test",
+                    lines=(Line(book.custody, 5), Line(book.wallet("u1"), -4)))
+        with pytest.raises(EntryInvalid):
+            service.prepare_batch([bad])
+        prepared = service.prepare_batch([transfer("ok", book.custody, book.wallet("u1"), 5)])
+        with pytest.raises(EntryInvalid), UnitOfWork(book.engine) as uow:
+            service.post_prepared(uow, prepared, effective_at=datetime(2026, 1, 1))
+        assert count_transactions(book) == 0
 
 class TestReverse:
     def test_full_reversal_mirrors_and_references_the_original(self, book: Book) -> None:
