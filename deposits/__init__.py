@@ -35,7 +35,9 @@ Design in brief (DESIGN.md section 5):
   them as an internal movement (no posting), declared company capital (``DR treasury /
   CR equity:owner``) or, unattributed, to suspense with a case that two admins resolve
   (``deposits.own``). ``treasury`` reports the ledger next to the chain at the finalized block.
-- ``watcher.Watcher.step`` is one bounded step; ``jobs.run_watch`` loops over it.
+- ``watcher.Watcher.step`` is one bounded step; ``jobs.run_watch`` loops over it. What a
+  scan's transaction writes for its new deposits is planned from plain values outside it
+  (``scans``), so that a catch-up plans the next range while the database writes this one.
 - Past the watcher's reorg window (``cursor_keep`` blocks), ``recheck.Rechecker.step`` (the job
   ``deposits.recheck:<chain>``) re-reads the blocks and receipts of settled deposits within a
   horizon, in bounded batches, and disputes one gone from the canonical chain with the same

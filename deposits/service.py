@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from chains.model import (
     AmountThreshold,
     FinalityPolicy,
     FinalityRule,
-    advance_cursor_over,
     evaluate_deposit_finality,
     parse_finality_rule,
 )
@@ -42,7 +42,6 @@ from deposits.model import Booking, DepositEvent, DepositState, Effect, Listing
 from deposits.repository import CaseRecord as CaseRecord
 from deposits.repository import DepositRecord as DepositRecord
 from deposits.repository import Key
-from deposits.scanner import Observation
 from ledger import chart
 from ledger import service as ledger
 from ledger.errors import AccountMismatch
@@ -173,7 +172,7 @@ def user_deposits(uow: UnitOfWork, user_id: str, *, limit: int = 200,
 # --------------------------------------------------------------------------- history writes
 
 
-class _Batch:
+class HistoryBatch:
     """Events and new current states collected for one ``append_events`` call."""
 
     def __init__(self, now: datetime) -> None:
@@ -204,28 +203,13 @@ class _Batch:
         })
         return moved
 
-    def write(self, uow: UnitOfWork, new_rows: Sequence[dict[str, Any]] = (),
-              event_ids: Sequence[int] = ()) -> None:
-        """Write the events and states. ``new_rows``: deposits not written yet (under ids of
-        ``repo.reserve_ids``), inserted in the state their events leave them in, their events
-        under ``event_ids`` (ascending, at least one per event); the other deposits' events
-        are appended and their states updated."""
-        fresh = {r["id"]: r for r in new_rows}
-        if fresh:
-            events = [e for e in self.events if e["deposit_id"] in fresh]
-            assert len(event_ids) >= len(events), "too few history ids reserved"
-            last: dict[int, int] = {}
-            for event, event_id in zip(events, event_ids, strict=False):
-                event["id"] = last[event["deposit_id"]] = event_id
-            repo.insert_with_history(uow.conn, [
-                {**row, **self.states[i], "last_event_id": last[i]} for i, row in fresh.items()],
-                events)
-        repo.append_events(
-            uow.conn, [e for e in self.events if e["deposit_id"] not in fresh],
-            [st for i, st in self.states.items() if i not in fresh])
+    def write(self, uow: UnitOfWork) -> None:
+        """Append the events and move each deposit's state with them (one statement)."""
+        repo.append_events(uow.conn, self.events, list(self.states.values()))
 
 
-def _listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Listing:
+def listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Listing:
+    """What the configuration says about ``token`` (None: the native coin) on ``chain``."""
     symbols = frozenset(t.symbol.upper() for t in chain.tokens)
     if token is None:
         asset = config.assets[chain.native_asset]
@@ -245,192 +229,16 @@ def finality_policy(chain: ChainConfig) -> FinalityPolicy:
         for t in chain.finality_by_amount))
 
 
-def _policy(rule: FinalityRule | FinalityPolicy) -> FinalityPolicy:
+def policy_of(rule: FinalityRule | FinalityPolicy) -> FinalityPolicy:
+    """``rule`` as a policy (a bare rule is a policy without thresholds)."""
     return rule if isinstance(rule, FinalityPolicy) else FinalityPolicy(rule)
-
-
-@dataclass(frozen=True)
-class ScanCredits:
-    """Deposits a catch-up credits in the scan's own transaction, with their attestations.
-
-    ``attested``: the custody record's verdict per deposit key, read outside any transaction
-    (on the prefetch thread) for the deposits :func:`credit_candidates` named; ``accounts``
-    holds their ledger accounts, opened beforehand (``AccountCache.ensure``). A new deposit
-    that is final at first sight and whose record AGREED is credited with its
-    ``finality_reached`` row, exactly as ``settle_final`` would credit it a step later; every
-    other deposit is left to the settle phase.
-    """
-
-    attested: Mapping[Key, Attestation]
-    accounts: AccountCache
-
-
-def credit_candidates(config: ChainsConfig, chain: ChainConfig,
-                      observations: Sequence[Observation], users: Mapping[str, str], *,
-                      final_height: int | None) -> list[DepositRecord]:
-    """The deposits of a scan that its own transaction may credit: in a block at or below
-    ``final_height`` (final under the chain's strictest rule), to a user's deposit address, not
-    sent from one of our own addresses (a gas top-up is settled as internal), and booked to the
-    user or to suspense. As the records ``Attestor.attest`` reads, with ids -1, -2, ... (they
-    are not written yet): ``ScanCredits`` keys the verdicts by deposit key."""
-    if final_height is None:
-        return []
-    found: list[DepositRecord] = []
-    for o in observations:
-        t = o.transfer
-        if t.block_number > final_height:
-            continue
-        row = _new_row(config, chain, o, users.get(t.to_address), {
-            "block_number": t.block_number, "block_hash": t.block_hash, "confirmations": None})
-        if _creditable_at_scan(chain, row):
-            found.append(_record(row, -1 - len(found)))
-    return found
-
-
-def _creditable_at_scan(chain: ChainConfig, row: Mapping[str, Any]) -> bool:
-    """Whether a new deposit row may be credited by the scan that finds it (once final and
-    attested): to a user's deposit address, not from one of our own addresses (a gas top-up
-    is settled as internal), booked to the user or to suspense with a ledger amount. Anything
-    else (ours, held for review, ignored) is left to the settle phase."""
-    return (row["address_kind"] == "deposit" and row["from_address"] not in chain.own_addresses
-            and row["amount_minor"] is not None
-            and row["booking"] in (Booking.USER.value, Booking.SUSPENSE.value))
-
-
-def _record(row: Mapping[str, Any], deposit_id: int) -> DepositRecord:
-    """A deposit row not written yet (``_new_row``) as the record attestors and entries read."""
-    return DepositRecord(
-        id=deposit_id, chain=row["chain"], tx_hash=row["tx_hash"], position=row["position"],
-        token=row["token"], from_address=row["from_address"], to_address=row["to_address"],
-        value=int(row["value"]), tx_from=row["tx_from"], tx_nonce=row["tx_nonce"],
-        user_id=row["user_id"], asset_code=row["asset_code"],
-        amount_minor=None if row["amount_minor"] is None else int(row["amount_minor"]),
-        booking=row["booking"], booking_reason=row["booking_reason"], state=row["state"],
-        block_number=row["block_number"], block_hash=row["block_hash"],
-        confirmations=row["confirmations"], last_event_id=0, ledger_transaction_id=None,
-        first_seen_at=_NOT_WRITTEN, updated_at=_NOT_WRITTEN, address_kind=row["address_kind"])
-
-
-_NOT_WRITTEN = datetime.min.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class ScanFinality:
-    """What the node said while the scan read its blocks, to judge finality at once.
-
-    ``head_block`` and ``finalized_block`` were read before the scan's batch; the scan's own
-    headers (linked by parent hash from the cursor) give the hash the node reports at each
-    height. A catch-up finds most deposits already final: recording ``finality_reached``
-    right after ``transfer_included`` spares a second read of the same rows and blocks.
-    ``rule`` is the chain's rule or its policy with amount thresholds (``finality_policy``).
-    """
-
-    rule: FinalityRule | FinalityPolicy
-    head_block: int
-    finalized_block: int | None
-
-
-def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
-                headers: Sequence[Any], observations: Sequence[Observation],
-                users: Mapping[str, str], *, head_block: int, now: datetime) -> int:
-    """Record a scan: new deposits, re-inclusions, and the cursor advanced over ``headers``.
-
-    One transaction: after a crash either all of it is there or none, and the next step scans
-    the same blocks again. Returns the number of new deposits.
-    """
-    return record_scan_final(uow, config, chain, headers, observations, users,
-                             head_block=head_block, finality=None, now=now)[0]
-
-
-def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
-                      headers: Sequence[Any], observations: Sequence[Observation],
-                      users: Mapping[str, str], *, head_block: int,
-                      finality: ScanFinality | None, now: datetime,
-                      credits: ScanCredits | None = None) -> tuple[int, int, int]:
-    """``record_scan``, and new deposits already final under ``finality`` are moved to final
-    in the same transaction; those of them in ``credits`` whose record agreed are credited
-    there too. Returns (new deposits, deposits that reached finality, deposits credited)."""
-    cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
-    existing = repo.lock_deposits(uow.conn, [(chain.name, o.transfer.tx_hash,
-                                               o.transfer.position) for o in observations])
-    new_rows, batch = [], _Batch(now)
-    credited: list[_Credit] = []
-    ours = _internal_to_deposit_addresses(uow, chain, observations)
-    for o in observations:
-        t = o.transfer
-        key = (chain.name, t.tx_hash, t.position)
-        seen = existing.get(key)
-        confirmations = max(0, head_block - t.block_number + 1)
-        where = {"block_number": t.block_number, "block_hash": t.block_hash,
-                 "confirmations": confirmations}
-        if seen is None:
-            new_rows.append(_new_row(config, chain, o, users.get(t.to_address), where,
-                                     internal=key in ours))
-        elif seen.state == S.UNCONFIRMED:
-            batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
-                      evidence={"log_index": t.log_index})
-        elif seen.state in (S.INCLUDED, S.FINAL) and seen.block_hash != t.block_hash:
-            # Seen in another block without a rewind in between (the cursor was rebuilt).
-            batch.add(seen, DepositState(seen.state), E.BLOCK_REORGED_OUT)
-            batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
-                      evidence={"log_index": t.log_index})
-    # At most three history rows per new deposit (seen or ignored, final, credited): the new
-    # deposits are inserted once, in the state those rows leave them in.
-    ids, event_ids = repo.reserve_ids(uow.conn, len(new_rows), 3 * len(new_rows)) \
-        if new_rows else ([], [])
-    canonical = {h.number: h.hash for h in headers}
-    policy = _policy(finality.rule) if finality is not None else None
-    finals = 0
-    for row, deposit_id in zip(new_rows, ids, strict=True):
-        row["id"] = deposit_id
-        ignored = row["state"] == S.IGNORED
-        batch.add(row, None, E.TRANSFER_IGNORED if ignored else E.TRANSFER_INCLUDED,
-                  reason=row["booking_reason"], evidence={"log_index": row.pop("log_index")})
-        if ignored or finality is None or policy is None:
-            continue
-        amount = row["amount_minor"]
-        final, evidence = evaluate_deposit_finality(
-            policy, asset=row["asset_code"], amount_minor=None if amount is None else int(amount),
-            tx_block=row["block_number"], tx_block_hash=row["block_hash"],
-            head_block=finality.head_block, finalized_block=finality.finalized_block,
-            canonical_hash=canonical.get(row["block_number"]))
-        if final:
-            batch.add(row, S.INCLUDED, E.FINALITY_REACHED, confirmations=evidence.confirmations,
-                      rule=evidence.rule, evidence=evidence.to_json())
-            finals += 1
-            if credits is not None:
-                _credit_at_scan(chain, credits, row, evidence.to_json(), ours, credited)
-    counts = _post_credits(uow, batch, credited, credits.accounts if credits else None,
-                           chain, now)
-    batch.write(uow, new_rows, event_ids)
-    if headers:
-        repo.save_cursor(uow.conn, chain.name, list(advance_cursor_over(
-            cursor, [(h.number, h.hash) for h in headers], keep=chain.cursor_keep)))
-    return len(new_rows), finals, counts["credited"] + counts["suspense"]
-
-
-def _credit_at_scan(chain: ChainConfig, credits: ScanCredits, row: Mapping[str, Any],
-                    finality: Mapping[str, Any], internal: set[Key],
-                    credited: list[_Credit]) -> None:
-    """Queue ``row`` (new, final at first sight) for its credit if its record agreed and it is
-    a user's or a suspense deposit, the same decision ``settle_final`` makes."""
-    key = (row["chain"], row["tx_hash"], row["position"])
-    verdict = credits.attested.get(key)
-    if (verdict is None or verdict.verdict is not Verdict.AGREED or key in internal
-            or not _creditable_at_scan(chain, row)):
-        return
-    d = _record(row, row["id"])
-    event = model.event_at_finality(Booking(d.booking), True)
-    final = dict(finality)
-    rule = str(final.pop("rule", ""))
-    credited.append((d, event, rule, {**final, "attestation": verdict.evidence}))
 
 
 #: A deposit to credit: its record, its settling event, the rule text and the evidence.
 _Credit = tuple[DepositRecord, DepositEvent, str, dict[str, Any]]
 
 
-def _post_credits(uow: UnitOfWork, batch: _Batch, credited: Sequence[_Credit],
+def _post_credits(uow: UnitOfWork, batch: HistoryBatch, credited: Sequence[_Credit],
                   accounts: AccountCache | None, chain: ChainConfig, now: datetime,
                   entries: Sequence[Entry] | None = None,
                   plans: Mapping[int, own.OwnPlan] | None = None) -> dict[str, int]:
@@ -457,43 +265,6 @@ def _post_credits(uow: UnitOfWork, batch: _Batch, credited: Sequence[_Credit],
     return counts
 
 
-def _internal_to_deposit_addresses(uow: UnitOfWork, chain: ChainConfig,
-                                   observations: Sequence[Observation]) -> set[Key]:
-    """The keys of transfers from our own addresses to deposit addresses that we made (a gas
-    top-up, recorded in ``internal_transfers`` before it was sent): they are not the user's
-    deposit. Only transfers sent from one of our own addresses are looked up."""
-    own = chain.own_addresses
-    keys = [(chain.name, o.transfer.tx_hash, o.transfer.position) for o in observations
-            if o.transfer.from_address in own and chain.address_kind(o.transfer.to_address)
-            is None]
-    return repo.internal_transfer_keys(uow.conn, keys) if keys else set()
-
-
-def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: str | None,
-             where: Mapping[str, Any], *, internal: bool = False) -> dict[str, Any]:
-    """A new deposit row. ``internal``: a movement we made to a deposit address (a gas top-up):
-    booked ``own`` with no user, settled as internal at finality like one to a hot address."""
-    t = o.transfer
-    kind = chain.address_kind(t.to_address)
-    if kind is not None or internal:
-        user_id = None
-    decision = model.decide_booking(t.value, _listing(config, chain, t.token), user_id=user_id,
-                                    token_symbol=o.token_symbol,
-                                    own=kind is not None or internal)
-    ignored = decision.booking is Booking.IGNORE
-    return {
-        "chain": chain.name, "tx_hash": t.tx_hash, "position": t.position, "token": t.token,
-        "from_address": t.from_address, "to_address": t.to_address, "value": str(t.value),
-        "tx_from": o.tx_from, "tx_nonce": o.tx_nonce, "user_id": user_id,
-        "asset_code": decision.asset_code,
-        "amount_minor": None if decision.amount_minor is None else str(decision.amount_minor),
-        "booking": decision.booking.value,
-        "booking_reason": decision.reason.value if decision.reason else None,
-        "state": (S.IGNORED if ignored else S.INCLUDED).value, "log_index": t.log_index,
-        "address_kind": kind or "deposit", **where,
-    }
-
-
 def record_progress(uow: UnitOfWork, chain: ChainConfig, rule: FinalityRule | FinalityPolicy,
                     keys: Sequence[Key], *, head_block: int, finalized_block: int | None,
                     canonical: Mapping[int, str], now: datetime) -> int:
@@ -505,7 +276,7 @@ def record_progress(uow: UnitOfWork, chain: ChainConfig, rule: FinalityRule | Fi
     transaction); a deposit whose block hash differs is left alone: the next step's reorg
     check rewinds it.
     """
-    batch, finals, policy = _Batch(now), 0, _policy(rule)
+    batch, finals, policy = HistoryBatch(now), 0, policy_of(rule)
     for d in repo.lock_deposits(uow.conn, keys).values():
         if d.state != S.INCLUDED or d.block_number is None or d.block_hash is None:
             continue
@@ -536,14 +307,14 @@ def record_rewind(uow: UnitOfWork, chain: ChainConfig, ancestor_block: int,
     cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
     repo.save_cursor(uow.conn, chain.name, [(h, x) for h, x in cursor if h <= ancestor_block])
     states = [S.INCLUDED, S.FINAL, *sorted(model.SETTLED_STATES)]
-    batch, cases = _Batch(now), []
+    batch, cases = HistoryBatch(now), []
     for d in repo.deposits_above(uow.conn, chain.name, ancestor_block, states):
         cases += _reorged_out(uow, batch, d, {"ancestor_block": ancestor_block, **observed})
     batch.write(uow)
     return cases
 
 
-def _reorged_out(uow: UnitOfWork, batch: _Batch, d: DepositRecord,
+def _reorged_out(uow: UnitOfWork, batch: HistoryBatch, d: DepositRecord,
                  observed: Mapping[str, Any]) -> list[int]:
     """Append ``block_reorged_out`` to a locked deposit; a settled one (money moved) opens
     the ``deep_reorg`` case and raises the alert. Returns the id of the case opened, if any."""
@@ -571,7 +342,7 @@ def record_deep_reorgs(uow: UnitOfWork, findings: Mapping[Key, Mapping[str, Any]
     re-check), or whose block changed since it was read, is left alone, so running the
     re-check twice opens no second case. Returns the ids of the cases opened.
     """
-    batch, cases = _Batch(now), []
+    batch, cases = HistoryBatch(now), []
     for key, d in repo.lock_deposits(uow.conn, findings).items():
         observed = findings[key]
         if d.state not in model.SETTLED_STATES or d.block_hash != observed.get("block_hash"):
@@ -585,7 +356,7 @@ def record_deep_reorgs(uow: UnitOfWork, findings: Mapping[Key, Mapping[str, Any]
 def record_failures(uow: UnitOfWork, proofs: Mapping[Key, Mapping[str, Any]], *,
                     now: datetime) -> int:
     """Mark failed the unconfirmed deposits whose sender's nonce another final tx consumed."""
-    batch = _Batch(now)
+    batch = HistoryBatch(now)
     for key, d in repo.lock_deposits(uow.conn, proofs).items():
         if d.state == S.UNCONFIRMED:
             batch.add(d, S.UNCONFIRMED, E.NONCE_CONSUMED, evidence=dict(proofs[key]),
@@ -600,7 +371,7 @@ def record_early_completions(uow: UnitOfWork, chain: ChainConfig, *, now: dateti
                                       limit=10_000)
     inbox = repo.inbox_for(uow.conn, [d.key for d in waiting])
     early = {k: [n for n in notes if n.status == "complete"] for k, notes in inbox.items()}
-    batch = _Batch(now)
+    batch = HistoryBatch(now)
     for key, d in repo.lock_deposits(uow.conn, [k for k, n in early.items() if n]).items():
         if d.state in (S.INCLUDED, S.UNCONFIRMED):
             note = early[key][0]
@@ -619,10 +390,12 @@ class AccountCache:
 
     Accounts are opened in their own committed unit of work (``ensure``), never inside the
     crediting transaction: a cached account must exist even if that transaction rolls back.
+    The watcher's threads share one cache: ``ensure`` and ``forget`` take its lock.
     """
 
     def __init__(self) -> None:
         self._accounts: dict[tuple[str, str], Account] = {}
+        self._lock = threading.Lock()
 
     def get(self, code: str, asset_code: str) -> Account:
         """A cached account (``ensure`` it first)."""
@@ -635,6 +408,11 @@ class AccountCache:
     def ensure(self, uow: UnitOfWork, config: ChainsConfig,
                specs: Sequence[tuple[chart.AccountSpec, str]]) -> bool:
         """Open the missing accounts of (spec, asset code) pairs; True if any was missing."""
+        with self._lock:
+            return self._ensure(uow, config, specs)
+
+    def _ensure(self, uow: UnitOfWork, config: ChainsConfig,
+                specs: Sequence[tuple[chart.AccountSpec, str]]) -> bool:
         missing = [(s, a) for s, a in dict.fromkeys(specs) if (s.code, a) not in self._accounts]
         if not missing:
             return False
@@ -661,8 +439,9 @@ class AccountCache:
 
     def forget(self, specs: Sequence[tuple[chart.AccountSpec, str]]) -> None:
         """Drop entries whose opening transaction did not commit."""
-        for spec, asset_code in specs:
-            self._accounts.pop((spec.code, asset_code), None)
+        with self._lock:
+            for spec, asset_code in specs:
+                self._accounts.pop((spec.code, asset_code), None)
 
 
 def accounts_needed(chain: ChainConfig,
@@ -689,20 +468,35 @@ def accounts_needed(chain: ChainConfig,
 def _entry(chain: ChainConfig, d: DepositRecord, accounts: AccountCache, rule: str,
            evidence: Mapping[str, Any], now: datetime) -> Entry:
     assert d.asset_code is not None and d.amount_minor is not None
-    custody = accounts.get(chart.custody(chain.name).code, d.asset_code)
-    to_user = d.booking == Booking.USER and d.user_id is not None
-    spec = chart.user_wallet(d.user_id) if to_user and d.user_id else chart.suspense_unattributed()
+    return credit_entry(chain, accounts, deposit_id=d.id, tx_hash=d.tx_hash,
+                        position=d.position, booking=d.booking, user_id=d.user_id,
+                        asset_code=d.asset_code, amount_minor=d.amount_minor,
+                        booking_reason=d.booking_reason, rule=rule, evidence=evidence,
+                        effective_at=now)
+
+
+def credit_entry(chain: ChainConfig, accounts: AccountCache, *, deposit_id: int, tx_hash: str,
+                 position: str, booking: str, user_id: str | None, asset_code: str,
+                 amount_minor: int, booking_reason: str | None, rule: str,
+                 evidence: Mapping[str, Any], effective_at: datetime) -> Entry:
+    """The ledger entry that credits a final deposit: ``DR custody:{chain}`` / ``CR`` the
+    user's wallet (or ``suspense:unattributed``), keyed by the deposit (one credit per
+    deposit), with the rule and evidence it was credited under. Its accounts are in
+    ``accounts`` (``AccountCache.ensure``)."""
+    custody = accounts.get(chart.custody(chain.name).code, asset_code)
+    to_user = booking == Booking.USER and user_id is not None
+    spec = chart.user_wallet(user_id) if to_user and user_id else chart.suspense_unattributed()
     return Entry(
-        idempotency_key=model.deposit_key(chain.name, d.tx_hash, d.position),
+        idempotency_key=model.deposit_key(chain.name, tx_hash, position),
         kind="deposit" if to_user else "deposit_unattributed",
-        effective_at=now,
+        effective_at=effective_at,
         source=f"watcher:{chain.name}",
-        lines=(Line(custody, d.amount_minor),
-               Line(accounts.get(spec.code, d.asset_code), -d.amount_minor)),
-        reference=f"{chain.name}:{d.tx_hash}:{d.position}",
-        reason=d.booking_reason,
-        metadata={"deposit_id": d.id, "rule": rule, "evidence": dict(evidence),
-                  "user_id": d.user_id if to_user else None},
+        lines=(Line(custody, amount_minor), Line(accounts.get(spec.code, asset_code),
+                                                 -amount_minor)),
+        reference=f"{chain.name}:{tx_hash}:{position}",
+        reason=booking_reason,
+        metadata={"deposit_id": deposit_id, "rule": rule, "evidence": dict(evidence),
+                  "user_id": user_id if to_user else None},
     )
 
 
@@ -717,7 +511,7 @@ def settle_final(uow: UnitOfWork, chain: ChainConfig, attestations: Mapping[int,
     A transfer to our own hot or cold address is classified by ``deposits.own.plan``
     (internal, capital, or suspense with a case), in this same transaction.
     """
-    batch: _Batch = _Batch(now)
+    batch = HistoryBatch(now)
     entries: list[Entry] = []
     posted_deposits: list[_Credit] = []
     counts = {"credited": 0, "suspense": 0, "held": 0, "internal": 0, "capital": 0}
@@ -759,7 +553,7 @@ _COUNTED = {E.ATTESTED_FOR_USER: "credited", E.FUNDING_MATCHED: "capital"}
 def append_event(uow: UnitOfWork, d: DepositRecord, event: DepositEvent, *, now: datetime,
                  **fields: Any) -> model.Transition:
     """Append one event to a (locked) deposit's history and move its state with it."""
-    batch = _Batch(now)
+    batch = HistoryBatch(now)
     moved = batch.add(d, DepositState(d.state), event, **fields)
     batch.write(uow)
     return moved

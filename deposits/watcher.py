@@ -12,9 +12,12 @@ and runs these phases; node calls always happen between database transactions, n
    rule (head and finalized read before the scan, hash from the scan's own headers) gets its
    ``finality_reached`` row in that same transaction, and, if the custody record agreed (the
    attestor is asked right after the scan, outside any transaction), its credit too: a
-   catch-up credits each range in the transaction that records it. A token or internal
-   transfer in a block already final under the strictest rule is taken from its receipt (no
-   transaction read, no nonce: such a deposit can no longer fail).
+   catch-up credits each range in the transaction that records it. What that transaction
+   writes for the new deposits is planned right after the attestation, outside it
+   (``deposits.scans``: rows, history, ledger entries, ids reserved); the transaction checks
+   under lock that the plan still holds (none of its deposits exists) and plans again if
+   not. A token or internal transfer in a block already final under the strictest rule is
+   taken from its receipt (no transaction read, no nonce: such a deposit can no longer fail).
 2. progress: confirmations and finality of included deposits, each under the rule its
    amount selects (the chain's rule, or a stricter one of ``finality_by_amount``).
 3. failures: an unconfirmed deposit whose sender's nonce was consumed at a height final under
@@ -26,7 +29,8 @@ and runs these phases; node calls always happen between database transactions, n
    with their history rows in one transaction.
 
 Catching up (a step that did not reach the head), two things overlap: the next range is read
-from the node and attested on a prefetch thread while this one is written (it is used only if
+from the node, attested and planned on a prefetch thread while this one is written, so that the
+step's own thread mostly waits on its transaction (the prefetched range is used only if
 the next step starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``), and the next
 step settles the deposits this one left final on a settle thread while it scans. Both threads
 finish inside the step's chain lock; a step that reaches the head settles at its end as
@@ -66,7 +70,7 @@ from chains.rpc import RpcCall, RpcClient, from_quantity, to_quantity
 from config.chains import ChainConfig, ChainsConfig
 from config.uow import UnitOfWork, run_in_transaction
 from deposits import repository as repo
-from deposits import service
+from deposits import scans, service
 from deposits.attestors import Attestation, Attestor, NodeReceiptAttestor, ProviderAttestor, Verdict
 from deposits.errors import ReorgTooDeep, WatcherBusy
 from deposits.model import Booking, DepositState
@@ -113,10 +117,12 @@ class _Fetched:
 
     heads: tuple[int, int | None]
     result: ScanResult | None
-    #: The deposits the scan's transaction may credit (``service.credit_candidates``) and
-    #: their attestations by deposit key, read right after the scan.
-    candidates: list[repo.DepositRecord] = field(default_factory=list)
+    #: The attestations, by deposit key, of the deposits the scan's transaction may credit
+    #: (``scans.credit_candidates``), read right after the scan.
     attested: dict[repo.Key, Attestation] = field(default_factory=dict)
+    #: What the scan's transaction writes for its deposits if they are all new
+    #: (``scans.plan_new_deposits``), planned right after the attestations.
+    planned: scans.NewDeposits | None = None
 
 
 def rpc_for(url: str, chain: ChainConfig) -> RpcClient:
@@ -248,15 +254,15 @@ class Watcher:
             # Catching up: read the next range from the node while this one is written.
             self._ahead = (last.number, last.hash), time.monotonic(), self._pool.submit(
                 self._fetch, self._ahead_rpc, (last.number, last.hash))
-        finality = service.ScanFinality(self.policy, head, fetched.heads[1])
-        credits = None
-        if fetched.attested:
-            self._ensure_accounts(service.accounts_needed(self.chain, fetched.candidates))
-            credits = service.ScanCredits(fetched.attested, self.accounts)
+        finality = scans.ScanFinality(self.policy, head, fetched.heads[1])
+        # The accounts of the credits were opened when they were planned (``_fetch``).
+        credits = scans.ScanCredits(fetched.attested, self.accounts) if fetched.attested \
+            else None
         report.new_deposits, report.finals, credited = run_in_transaction(
-            self.engine, lambda uow: service.record_scan_final(
+            self.engine, lambda uow: scans.record_scan_final(
                 uow, self.config, self.chain, result.headers, result.observations,
-                result.users, head_block=head, finality=finality, now=now, credits=credits))
+                result.users, head_block=head, finality=finality, now=now, credits=credits,
+                planned=fetched.planned))
         report.credited += credited
 
     def _fetch(self, rpc: RpcClient, tip: tuple[int, str] | None) -> _Fetched:
@@ -289,20 +295,41 @@ class Watcher:
         if result.reorg or not result.observations:
             return _Fetched(heads, result)
         # Deposits already final are attested now, outside any transaction (on the prefetch
-        # thread while catching up), so that the scan's transaction credits them.
-        candidates = service.credit_candidates(self.config, self.chain, result.observations,
-                                               result.users, final_height=final)
+        # thread while catching up), so that the scan's transaction credits them; and what
+        # that transaction writes is planned here too, for it to check and use.
+        internal = self._read(lambda uow: scans.internal_keys(uow, self.chain,
+                                                              result.observations))
+        rows = scans.new_rows(self.config, self.chain, result.observations, result.users,
+                              head_block=heads[0], internal=internal)
+        candidates = scans.credit_candidates(self.chain, rows, final_height=final)
+        attested = self._attest_candidates(candidates)
+        credits = None
+        if attested:
+            self._ensure_accounts(service.accounts_needed(self.chain, candidates))
+            credits = scans.ScanCredits(attested, self.accounts)
+        ids, event_ids = self._read(lambda uow: repo.reserve_ids(
+            uow.conn, len(rows), scans.EVENTS_PER_NEW_DEPOSIT * len(rows)))
+        planned = scans.plan_new_deposits(
+            self.chain, rows, ids, event_ids, headers=result.headers,
+            finality=scans.ScanFinality(self.policy, heads[0], heads[1]), credits=credits,
+            internal=internal)
+        return _Fetched(heads, result, attested, planned)
+
+    def _attest_candidates(self, candidates: list[repo.DepositRecord]
+                           ) -> dict[repo.Key, Attestation]:
+        """The attestations of ``candidates`` by deposit key (empty if the attestor failed)."""
+        if not candidates:
+            return {}
         try:
             with self._attest_lock:
-                verdicts = self.attestor.attest(candidates) if candidates else {}
+                verdicts = self.attestor.attest(candidates)
         except Exception:  # noqa: BLE001 - the settle phase asks again, where errors count
             # An attestor that fails (its node down) must not stop the scan: the deposits are
             # recorded as final, and the settle phase asks the attestor again.
             log.warning("%s: attesting %d deposits right after the scan failed; the settle "
                         "phase asks again", self.chain.name, len(candidates), exc_info=True)
-            return _Fetched(heads, result)
-        return _Fetched(heads, result, candidates,
-                        {d.key: verdicts[d.id] for d in candidates if d.id in verdicts})
+            return {}
+        return {d.key: verdicts[d.id] for d in candidates if d.id in verdicts}
 
     def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:
         """The prefetched scan above ``tip``, if there is one, it is recent and it worked."""

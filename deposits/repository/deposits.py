@@ -195,19 +195,19 @@ def reserve_ids(conn: Connection, deposits: int, events: int) -> tuple[list[int]
     return sorted(row.d), sorted(row.e)
 
 
-def insert_with_history(conn: Connection, rows: Sequence[Mapping[str, Any]],
-                        events: Sequence[Mapping[str, Any]]) -> None:
+def insert_with_history(conn: Connection, rows: str, events: str, *, txids: Sequence[int],
+                        observed_at: datetime) -> None:
     """Insert new deposits already in the state their history leaves them in, and that history,
     in one statement: no row is written twice.
 
-    ``rows``: new deposits under ids from :func:`reserve_ids` (``id``), with their current
-    state, block, confirmations, ``ledger_transaction_id`` and ``last_event_id`` (the id of
-    the last of their ``events``). ``events``: their history rows, each with its reserved
-    ``id`` (ascending in history order). What ``append_events`` writes for existing deposits,
-    written for new ones without the update.
+    ``rows``: the JSON array of the new deposits under ids from :func:`reserve_ids` (``id``),
+    with their current state, block, confirmations and ``last_event_id`` (the id of the last of
+    their ``events``). ``events``: the JSON array of their history rows, each with its reserved
+    ``id`` (ascending in history order). A row or history row that names a ledger transaction
+    by its place in ``txids`` (``credit``, from 1) gets that transaction; every history row is
+    observed at ``observed_at``. What ``append_events`` writes for existing deposits, written
+    for new ones without the update.
     """
-    if not rows:
-        return
     conn.execute(
         sa.text(
             "WITH d AS (INSERT INTO deposits (id, chain, tx_hash, position, token, "
@@ -218,28 +218,27 @@ def insert_with_history(conn: Connection, rows: Sequence[Mapping[str, Any]],
             "  x.to_address, CAST(x.value AS numeric), x.tx_from, x.tx_nonce, x.user_id, "
             "  x.asset_code, CAST(x.amount_minor AS numeric), x.booking, x.booking_reason, "
             "  x.state, x.block_number, x.block_hash, x.confirmations, x.last_event_id, "
-            "  x.ledger_transaction_id, coalesce(x.address_kind, 'deposit') "
+            "  (CAST(:t AS bigint[]))[x.credit], coalesce(x.address_kind, 'deposit') "
             " FROM jsonb_to_recordset(CAST(:j AS jsonb)) AS x(id bigint, chain text, "
             "  tx_hash text, position text, token text, from_address text, to_address text, "
             "  value text, tx_from text, tx_nonce bigint, user_id text, asset_code text, "
             "  amount_minor text, booking text, booking_reason text, state text, "
             "  block_number bigint, block_hash text, confirmations int, last_event_id bigint, "
-            "  ledger_transaction_id bigint, address_kind text) "
+            "  credit int, address_kind text) "
             " RETURNING id) "
             "INSERT INTO deposit_events (id, deposit_id, chain, tx_hash, position, event, "
             " state, block_number, block_hash, confirmations, rule, evidence, reason, "
             " ledger_transaction_id, inbox_event_id, observed_at) "
             "SELECT x.id, x.deposit_id, x.chain, x.tx_hash, x.position, x.event, x.state, "
             " x.block_number, x.block_hash, x.confirmations, x.rule, "
-            " coalesce(x.evidence, '{}'::jsonb), x.reason, x.ledger_transaction_id, "
-            " x.inbox_event_id, x.observed_at "
+            " coalesce(x.evidence, '{}'::jsonb), x.reason, (CAST(:t AS bigint[]))[x.credit], "
+            " x.inbox_event_id, CAST(:at AS timestamptz) "
             "FROM jsonb_to_recordset(CAST(:e AS jsonb)) AS x(id bigint, deposit_id bigint, "
             " chain text, tx_hash text, position text, event text, state text, "
             " block_number bigint, block_hash text, confirmations int, rule text, "
-            " evidence jsonb, reason text, ledger_transaction_id bigint, inbox_event_id text, "
-            " observed_at timestamptz) ORDER BY x.id"
+            " evidence jsonb, reason text, credit int, inbox_event_id text) ORDER BY x.id"
         ),
-        {"j": _json(list(rows)), "e": _json(list(events))},
+        {"j": rows, "e": events, "t": list(txids), "at": observed_at},
     )
 
 

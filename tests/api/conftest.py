@@ -32,7 +32,7 @@ from chains.model import ObservedTransfer
 from config.chains import ChainsConfig
 from config.uow import UnitOfWork
 from config.withdrawals import WithdrawalsConfig
-from deposits import service as deposits
+from deposits import scans
 from deposits.scanner import Observation
 from devtools.config import DEV_TOKEN, dev_config, dev_configs, dev_xpub
 from ledger import repository as ledger_repo
@@ -164,7 +164,7 @@ def seed_deposit(api: Api, user: str, amount_minor: int = 5_000_000) -> str:
         log_index=7), tx_from=SENDER, tx_nonce=1)
     chains, _ = configs()
     with UnitOfWork(api.engine) as uow:
-        deposits.record_scan(uow, chains, chains.chain("devnet"), [], [observed],
+        scans.record_scan(uow, chains, chains.chain("devnet"), [], [observed],
                              {address: user}, head_block=100, now=datetime.now(UTC))
         uow.commit()
     return tx_hash

@@ -111,7 +111,7 @@ class TestTriggers:
     def test_a_rolled_back_change_leaves_no_event(self, api: Api) -> None:
         user = api.new_user()
         from chains.model import ObservedTransfer
-        from deposits import service as deposits
+        from deposits import scans
         from deposits.scanner import Observation
 
         address = api.call("POST", f"/v1/users/{user}/deposit-addresses", "acme",
@@ -123,7 +123,7 @@ class TestTriggers:
             tx_from="0x" + "11" * 20, tx_nonce=1)
         chains, _ = configs()
         with UnitOfWork(api.engine) as uow:
-            deposits.record_scan(uow, chains, chains.chain("devnet"), [], [observed],
+            scans.record_scan(uow, chains, chains.chain("devnet"), [], [observed],
                                  {address: user}, head_block=9, now=datetime.now(UTC))
             in_tx = uow.conn.execute(sa.text("SELECT count(*) FROM outbox_events")).scalar()
             # no commit: the unit of work rolls back

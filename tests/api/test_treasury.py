@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from chains.model import ObservedTransfer
 from chains.model import parse_finality_rule as rule_of
 from config.uow import UnitOfWork
-from deposits import own
+from deposits import own, scans
 from deposits import repository as repo
 from deposits import service as deposits
 from deposits.attestors import Attestation, Verdict
@@ -54,7 +54,7 @@ def seed_final_own(api: Api | Engine, amount_minor: int = 4_000_000) -> str:
         position="log:0", log_index=3), tx_from=SENDER, tx_nonce=1)
     now = datetime.now(UTC)
     with UnitOfWork(engine) as uow:
-        deposits.record_scan(uow, chains, chain, [], [observed], {}, head_block=100, now=now)
+        scans.record_scan(uow, chains, chain, [], [observed], {}, head_block=100, now=now)
         deposits.record_progress(uow, chain, rule_of(chain.finality),
                                  [("devnet", tx_hash, "log:0")], head_block=200,
                                  finalized_block=None, canonical={100: "0x" + "22" * 32},

@@ -1,0 +1,424 @@
+"""Recording a scan: what it writes for its new deposits, planned from plain values, and the one
+transaction that writes it.
+
+A scan (``deposits.scanner``) returns the accepted headers and the transfers to our addresses.
+Recording it is one database transaction (:func:`record_scan_final`): the new deposits with
+their history, the deposits seen again after a reorg, the credits of deposits already final,
+and the cursor advanced over the headers. After a crash either all of it is there or none, and
+the next step scans the same blocks again.
+
+Most of that work is deciding what to write for the new deposits: their rows (``new_rows``),
+their history (included or ignored, final, credited or suspense) and the ledger entries of
+their credits. It needs no database, only the scan, the finality heads read before it, the
+custody record's verdicts, the internal transfers among them, their ledger accounts and ids
+reserved from the sequences: :func:`plan_new_deposits` decides it from those and returns a
+:class:`NewDeposits`, the statements' arguments ready but for the time of the step (``now``:
+the history's ``observed_at`` and the credits' effective time), which the transaction fills
+in. The watcher plans outside the transaction; catching up, on its prefetch thread while the
+previous range's transaction runs. The transaction re-reads under lock what the plan assumed
+(that none of its deposits exists, and which of them are internal transfers) and plans again
+when that changed; a plan whose ids are never written leaves gaps in the sequences, nothing
+else. Every state change still goes through ``model.transition``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from chains.model import (
+    FinalityPolicy,
+    FinalityRule,
+    advance_cursor_over,
+    evaluate_deposit_finality,
+)
+from config.chains import ChainConfig, ChainsConfig
+from config.uow import UnitOfWork
+from deposits import model
+from deposits import repository as repo
+from deposits.attestors import Attestation, Verdict
+from deposits.model import Booking, DepositEvent, DepositState
+from deposits.repository import DepositRecord, Key
+from deposits.scanner import Observation
+from deposits.service import AccountCache, HistoryBatch, credit_entry, listing, policy_of
+from ledger import service as ledger
+from ledger.model import Entry
+
+E, S = DepositEvent, DepositState
+
+#: History rows a new deposit can get in the scan that finds it: seen (or ignored), final,
+#: credited. Ids are reserved for that many (``repo.reserve_ids``).
+EVENTS_PER_NEW_DEPOSIT = 3
+
+
+@dataclass(frozen=True)
+class ScanFinality:
+    """What the node said while the scan read its blocks, to judge finality at once.
+
+    ``head_block`` and ``finalized_block`` were read before the scan's batch; the scan's own
+    headers (linked by parent hash from the cursor) give the hash the node reports at each
+    height. A catch-up finds most deposits already final: recording ``finality_reached``
+    right after ``transfer_included`` spares a second read of the same rows and blocks.
+    ``rule`` is the chain's rule or its policy with amount thresholds
+    (``service.finality_policy``).
+    """
+
+    rule: FinalityRule | FinalityPolicy
+    head_block: int
+    finalized_block: int | None
+
+
+@dataclass(frozen=True)
+class ScanCredits:
+    """Deposits a catch-up credits in the scan's own transaction, with their attestations.
+
+    ``attested``: the custody record's verdict per deposit key, read outside any transaction
+    for the deposits :func:`credit_candidates` named; ``accounts`` holds their ledger accounts,
+    opened beforehand (``AccountCache.ensure``). A new deposit that is final at first sight and
+    whose record AGREED is credited with its ``finality_reached`` row, exactly as
+    ``service.settle_final`` would credit it a step later; every other deposit is left to the
+    settle phase.
+    """
+
+    attested: Mapping[Key, Attestation]
+    accounts: AccountCache
+
+
+# --------------------------------------------------------------------------- new rows
+
+
+def key_of(chain: ChainConfig, o: Observation) -> Key:
+    """The deposit key of an observation."""
+    return (chain.name, o.transfer.tx_hash, o.transfer.position)
+
+
+def new_rows(config: ChainsConfig, chain: ChainConfig, observations: Sequence[Observation],
+             users: Mapping[str, str], *, head_block: int,
+             internal: frozenset[Key] = frozenset()) -> list[dict[str, Any]]:
+    """A new deposit row per observation (ids not set). ``internal``: the keys of movements we
+    made to deposit addresses (gas top-ups): booked ``own`` with no user, settled as internal
+    at finality like one to a hot address."""
+    return [_new_row(config, chain, o, users.get(o.transfer.to_address), head_block,
+                     internal=key_of(chain, o) in internal) for o in observations]
+
+
+def _new_row(config: ChainsConfig, chain: ChainConfig, o: Observation, user_id: str | None,
+             head_block: int, *, internal: bool) -> dict[str, Any]:
+    t = o.transfer
+    kind = chain.address_kind(t.to_address)
+    if kind is not None or internal:
+        user_id = None
+    decision = model.decide_booking(t.value, listing(config, chain, t.token), user_id=user_id,
+                                    token_symbol=o.token_symbol,
+                                    own=kind is not None or internal)
+    ignored = decision.booking is Booking.IGNORE
+    return {
+        "chain": chain.name, "tx_hash": t.tx_hash, "position": t.position, "token": t.token,
+        "from_address": t.from_address, "to_address": t.to_address, "value": str(t.value),
+        "tx_from": o.tx_from, "tx_nonce": o.tx_nonce, "user_id": user_id,
+        "asset_code": decision.asset_code,
+        "amount_minor": None if decision.amount_minor is None else str(decision.amount_minor),
+        "booking": decision.booking.value,
+        "booking_reason": decision.reason.value if decision.reason else None,
+        "state": (S.IGNORED if ignored else S.INCLUDED).value, "log_index": t.log_index,
+        "address_kind": kind or "deposit", "block_number": t.block_number,
+        "block_hash": t.block_hash, "confirmations": max(0, head_block - t.block_number + 1),
+    }
+
+
+def creditable_at_scan(chain: ChainConfig, row: Mapping[str, Any]) -> bool:
+    """Whether a new deposit row may be credited by the scan that finds it (once final and
+    attested): to a user's deposit address, not from one of our own addresses (a gas top-up
+    is settled as internal), booked to the user or to suspense with a ledger amount. Anything
+    else (ours, held for review, ignored) is left to the settle phase."""
+    return (row["address_kind"] == "deposit" and row["from_address"] not in chain.own_addresses
+            and row["amount_minor"] is not None
+            and row["booking"] in (Booking.USER.value, Booking.SUSPENSE.value))
+
+
+def credit_candidates(chain: ChainConfig, rows: Sequence[Mapping[str, Any]], *,
+                      final_height: int | None) -> list[DepositRecord]:
+    """The new deposits (``new_rows``) that the scan's own transaction may credit: in a block
+    at or below ``final_height`` (final under the chain's strictest rule) and
+    :func:`creditable_at_scan`. As the records ``Attestor.attest`` reads, with ids -1, -2, ...
+    (they are not written yet): ``ScanCredits`` keys the verdicts by deposit key."""
+    if final_height is None:
+        return []
+    found: list[DepositRecord] = []
+    for row in rows:
+        if row["block_number"] <= final_height and creditable_at_scan(chain, row):
+            found.append(_record(row, -1 - len(found)))
+    return found
+
+
+def _record(row: Mapping[str, Any], deposit_id: int) -> DepositRecord:
+    """A deposit row not written yet as the record attestors read."""
+    return DepositRecord(
+        id=deposit_id, chain=row["chain"], tx_hash=row["tx_hash"], position=row["position"],
+        token=row["token"], from_address=row["from_address"], to_address=row["to_address"],
+        value=int(row["value"]), tx_from=row["tx_from"], tx_nonce=row["tx_nonce"],
+        user_id=row["user_id"], asset_code=row["asset_code"],
+        amount_minor=None if row["amount_minor"] is None else int(row["amount_minor"]),
+        booking=row["booking"], booking_reason=row["booking_reason"], state=row["state"],
+        block_number=row["block_number"], block_hash=row["block_hash"],
+        confirmations=row["confirmations"], last_event_id=0, ledger_transaction_id=None,
+        first_seen_at=_NOT_WRITTEN, updated_at=_NOT_WRITTEN, address_kind=row["address_kind"])
+
+
+_NOT_WRITTEN = datetime.min.replace(tzinfo=UTC)
+
+
+def internal_keys(uow: UnitOfWork, chain: ChainConfig,
+                  observations: Sequence[Observation]) -> frozenset[Key]:
+    """The keys of transfers from our own addresses to deposit addresses that we made (a gas
+    top-up, recorded in ``internal_transfers`` before it was sent): they are not the user's
+    deposit. Only transfers sent from one of our own addresses are looked up."""
+    own = chain.own_addresses
+    keys = [key_of(chain, o) for o in observations
+            if o.transfer.from_address in own and chain.address_kind(o.transfer.to_address)
+            is None]
+    return frozenset(repo.internal_transfer_keys(uow.conn, keys)) if keys else frozenset()
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class NewDeposits:
+    """What recording a scan writes for its new deposits (:func:`plan_new_deposits`).
+
+    ``rows`` and ``events`` are the JSON documents of ``repo.insert_with_history``: the rows
+    in the state their history leaves them in, the history rows under reserved ids, without
+    the step's time; a credited deposit's row and its settling history row name their
+    ledger transaction by its place among the credits (``credit``, from 1). ``post`` holds the
+    credits' ledger entries (``ledger.service.prepare_batch``; None: no credit).
+    """
+
+    #: Every deposit key planned for, in the scan's order, and the internal transfers among
+    #: them that the plan assumed: what the transaction checks under lock.
+    keys: tuple[Key, ...]
+    internal: frozenset[Key]
+    rows: str
+    events: str
+    post: ledger.PreparedBatch | None
+    finals: int
+    credited: int
+
+    @property
+    def count(self) -> int:
+        """How many new deposits."""
+        return len(self.keys)
+
+
+def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
+                      ids: Sequence[int], event_ids: Sequence[int], *,
+                      headers: Sequence[Any], finality: ScanFinality | None,
+                      credits: ScanCredits | None, internal: frozenset[Key]) -> NewDeposits:
+    """Plan the writes of new deposits (``new_rows``, one id each from ``ids`` and at most
+    ``EVENTS_PER_NEW_DEPOSIT`` history ids each from ``event_ids``, ascending). A deposit is
+    seen (or ignored); if its block is final under ``finality`` (judged on the scan's own
+    ``headers``), it is final at once, and if ``credits`` holds an agreeing record for it and
+    it may be credited at scan (:func:`creditable_at_scan`, not an internal transfer), it is
+    credited or booked to suspense. The history rows of the credits come after every other
+    row of the scan, as they always were written. Pure: no database, no clock."""
+    assert len(ids) >= len(rows), "too few deposit ids reserved"
+    canonical = {h.number: h.hash for h in headers}
+    policy = policy_of(finality.rule) if finality is not None else None
+    move = _Moves()
+    planned: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    to_credit: list[tuple[dict[str, Any], DepositEvent, str, dict[str, Any]]] = []
+    for source, deposit_id in zip(rows, ids, strict=False):
+        row = {**source, "id": deposit_id}
+        planned.append(row)
+        first = E.TRANSFER_IGNORED if row["state"] == S.IGNORED else E.TRANSFER_INCLUDED
+        row["state"] = move(None, first)
+        events.append(_event(row, first, reason=row["booking_reason"],
+                             evidence={"log_index": row.pop("log_index")}))
+        if first is E.TRANSFER_IGNORED or finality is None or policy is None:
+            continue
+        amount = row["amount_minor"]
+        final, evidence = evaluate_deposit_finality(
+            policy, asset=row["asset_code"], amount_minor=None if amount is None else int(amount),
+            tx_block=row["block_number"], tx_block_hash=row["block_hash"],
+            head_block=finality.head_block, finalized_block=finality.finalized_block,
+            canonical_hash=canonical.get(row["block_number"]))
+        if not final:
+            continue
+        row["state"] = move(S(row["state"]), E.FINALITY_REACHED)
+        row["confirmations"] = evidence.confirmations
+        proof = evidence.to_json()
+        events.append(_event(row, E.FINALITY_REACHED, rule=evidence.rule, evidence=proof))
+        settling = _settling(chain, credits, row, internal)
+        if settling is not None:
+            assert credits is not None
+            rest = dict(proof)
+            rule = str(rest.pop("rule", ""))
+            attestation = credits.attested[_key(row)].evidence
+            to_credit.append((row, settling, rule, {**rest, "attestation": attestation}))
+    entries: list[Entry] = []
+    for row, event, rule, settled in to_credit:
+        assert credits is not None
+        row["state"] = move(S(row["state"]), event)
+        row["credit"] = len(entries) + 1
+        events.append(_event(row, event, rule=rule, evidence=settled,
+                             reason=row["booking_reason"], credit=row["credit"]))
+        entries.append(credit_entry(
+            chain, credits.accounts, deposit_id=row["id"], tx_hash=row["tx_hash"],
+            position=row["position"], booking=row["booking"], user_id=row["user_id"],
+            asset_code=row["asset_code"], amount_minor=int(row["amount_minor"]),
+            booking_reason=row["booking_reason"], rule=rule, evidence=settled,
+            effective_at=_NOT_WRITTEN))
+    assert len(event_ids) >= len(events), "too few history ids reserved"
+    last: dict[int, int] = {}
+    for event_row, event_id in zip(events, event_ids, strict=False):
+        event_row["id"] = last[event_row["deposit_id"]] = event_id
+    for row in planned:
+        row["last_event_id"] = last[row["id"]]
+    return NewDeposits(
+        keys=tuple(_key(r) for r in rows), internal=internal, rows=_json(planned),
+        events=_json(events), post=ledger.prepare_batch(entries) if entries else None,
+        finals=sum(1 for e in events if e["event"] == E.FINALITY_REACHED.value),
+        credited=len(entries))
+
+
+class _Moves:
+    """``model.transition`` for each (state, event) pair of a plan, asked once per pair (its
+    verdict depends on nothing else): every step of a new deposit goes through it."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[DepositState | None, DepositEvent], str] = {}
+
+    def __call__(self, state: DepositState | None, event: DepositEvent) -> str:
+        found = self._seen.get((state, event))
+        if found is None:
+            found = self._seen[(state, event)] = model.transition(
+                state, event, now=_NOT_WRITTEN).state.value
+        return found
+
+
+def _key(row: Mapping[str, Any]) -> Key:
+    return (row["chain"], row["tx_hash"], row["position"])
+
+
+def _settling(chain: ChainConfig, credits: ScanCredits | None, row: Mapping[str, Any],
+              internal: frozenset[Key]) -> DepositEvent | None:
+    """The event that settles ``row`` (new, final at first sight) in the scan's transaction:
+    its record agreed and it is a user's or a suspense deposit, the same decision
+    ``service.settle_final`` makes; None: left to the settle phase."""
+    if credits is None:
+        return None
+    key = _key(row)
+    verdict = credits.attested.get(key)
+    if (verdict is None or verdict.verdict is not Verdict.AGREED or key in internal
+            or not creditable_at_scan(chain, row)):
+        return None
+    return model.event_at_finality(Booking(row["booking"]), True)
+
+
+def _event(row: Mapping[str, Any], event: DepositEvent, **fields: Any) -> dict[str, Any]:
+    """A history row of ``row`` after ``event`` (``row`` holds the state it leaves)."""
+    return {"deposit_id": row["id"], "chain": row["chain"], "tx_hash": row["tx_hash"],
+            "position": row["position"], "event": event.value, "state": row["state"],
+            "block_number": row["block_number"], "block_hash": row["block_hash"],
+            "confirmations": row["confirmations"], "ledger_transaction_id": None, **fields}
+
+
+def _json(rows: Any) -> str:
+    return json.dumps(rows, separators=(",", ":"), default=str)
+
+
+# --------------------------------------------------------------------------- the transaction
+
+
+def plan_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
+              headers: Sequence[Any], observations: Sequence[Observation],
+              users: Mapping[str, str], *, head_block: int, finality: ScanFinality | None,
+              credits: ScanCredits | None = None,
+              internal: frozenset[Key] | None = None) -> NewDeposits:
+    """Plan the scan's deposits as new ones: rows, ids (reserved on ``uow``'s connection,
+    which needs no transaction of its own: a sequence never rolls back) and
+    :func:`plan_new_deposits`. ``internal`` (read with :func:`internal_keys` when None)."""
+    if internal is None:
+        internal = internal_keys(uow, chain, observations)
+    rows = new_rows(config, chain, observations, users, head_block=head_block,
+                    internal=internal)
+    ids, event_ids = repo.reserve_ids(uow.conn, len(rows), EVENTS_PER_NEW_DEPOSIT * len(rows)) \
+        if rows else ([], [])
+    return plan_new_deposits(chain, rows, ids, event_ids, headers=headers, finality=finality,
+                             credits=credits, internal=internal)
+
+
+def record_scan(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
+                headers: Sequence[Any], observations: Sequence[Observation],
+                users: Mapping[str, str], *, head_block: int, now: datetime) -> int:
+    """Record a scan: new deposits, re-inclusions, and the cursor advanced over ``headers``.
+
+    One transaction: after a crash either all of it is there or none, and the next step scans
+    the same blocks again. Returns the number of new deposits.
+    """
+    return record_scan_final(uow, config, chain, headers, observations, users,
+                             head_block=head_block, finality=None, now=now)[0]
+
+
+def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
+                      headers: Sequence[Any], observations: Sequence[Observation],
+                      users: Mapping[str, str], *, head_block: int,
+                      finality: ScanFinality | None, now: datetime,
+                      credits: ScanCredits | None = None,
+                      planned: NewDeposits | None = None) -> tuple[int, int, int]:
+    """``record_scan``, and new deposits already final under ``finality`` are moved to final
+    in the same transaction; those of them in ``credits`` whose record agreed are credited
+    there too. ``planned``: the plan of these observations made outside the transaction
+    (:func:`plan_scan` with the same arguments); used if what it assumed still holds under
+    the locks, else the deposits are planned again here. Returns (new deposits, deposits that
+    reached finality, deposits credited or booked to suspense)."""
+    cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
+    keys = [key_of(chain, o) for o in observations]
+    existing = repo.lock_deposits(uow.conn, keys)
+    internal = internal_keys(uow, chain, observations)
+    batch = HistoryBatch(now)
+    for o, key in zip(observations, keys, strict=True):
+        seen = existing.get(key)
+        if seen is None:
+            continue
+        t = o.transfer
+        where = {"block_number": t.block_number, "block_hash": t.block_hash,
+                 "confirmations": max(0, head_block - t.block_number + 1)}
+        if seen.state == S.UNCONFIRMED:
+            batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
+                      evidence={"log_index": t.log_index})
+        elif seen.state in (S.INCLUDED, S.FINAL) and seen.block_hash != t.block_hash:
+            # Seen in another block without a rewind in between (the cursor was rebuilt).
+            batch.add(seen, DepositState(seen.state), E.BLOCK_REORGED_OUT)
+            batch.add(seen, S.UNCONFIRMED, E.TRANSFER_REINCLUDED, **where,
+                      evidence={"log_index": t.log_index})
+    if (planned is None or existing or planned.internal != internal
+            or planned.keys != tuple(keys)):
+        fresh = [o for o, key in zip(observations, keys, strict=True) if key not in existing]
+        planned = plan_scan(uow, config, chain, headers, fresh, users, head_block=head_block,
+                            finality=finality, credits=credits, internal=internal)
+    _write_new(uow, planned, now)
+    batch.write(uow)
+    if headers:
+        repo.save_cursor(uow.conn, chain.name, list(advance_cursor_over(
+            cursor, [(h.number, h.hash) for h in headers], keep=chain.cursor_keep)))
+    return planned.count, planned.finals, planned.credited
+
+
+def _write_new(uow: UnitOfWork, planned: NewDeposits, now: datetime) -> None:
+    """Post the plan's credits at ``now`` and write its deposits with their history. A credit
+    that the ledger refuses raises: a deposit credit that the ledger refuses is a bug."""
+    txids: list[int] = []
+    if planned.post is not None:
+        for outcome in ledger.post_prepared(uow, planned.post, effective_at=now):
+            if outcome.error is not None:
+                raise outcome.error  # A refused deposit posting is a bug: stop loudly.
+            assert outcome.transaction_id is not None
+            txids.append(outcome.transaction_id)
+    if planned.count:
+        repo.insert_with_history(uow.conn, planned.rows, planned.events, txids=txids,
+                                 observed_at=now)
