@@ -149,3 +149,61 @@ class TestReferences:
                 "'ignored', now() FROM deposits"))
             count = conn.execute(sa.text("SELECT count(*) FROM deposit_events")).scalar()
         assert count == 2
+
+
+class TestPatternChecks:
+    """The pattern checks of the rows a credited deposit writes (revision 0034: a length check
+    instead of a counted repetition) accept exactly what the counted patterns accepted."""
+
+    # (constraint, its expression on x as written now, the counted pattern it replaced)
+    CHECKS = [
+        ("deposits_tx_hash_check", "x ~ '^0x[0-9a-f]+$' AND length(x) = 66",
+         "^0x[0-9a-f]{64}$"),
+        ("deposits_token_check", "x ~ '^0x[0-9a-f]+$' AND length(x) = 42", "^0x[0-9a-f]{40}$"),
+        ("outbox_events_event_id_check", "x ~ '^evt_[a-z0-9_]+$' AND length(x) <= 124",
+         "^evt_[a-z0-9_]{1,120}$"),
+        ("outbox_events_type_check", "x ~ '^(deposit|withdrawal|alert|allowlist)\\.[a-z_]+$' "
+         "AND length(split_part(x, '.', 2)) <= 40",
+         "^(deposit|withdrawal|alert|allowlist)\\.[a-z_]{1,40}$"),
+        ("ledger_transactions_fingerprint_check", "x ~ '^[0-9a-f]+$' AND length(x) = 64",
+         "^[0-9a-f]{64}$"),
+    ]
+
+    @staticmethod
+    def samples() -> list[str]:
+        hexes = ["0" * n for n in (39, 40, 41, 63, 64, 65)] + ["a" * 64, "f" * 40]
+        words = ["seen", "a" * 39, "a" * 40, "a" * 41, "_", ""]
+        found = [p + h for p in ("0x", "0X", "", "x") for h in hexes]
+        found += [h[:-1] + c for h in ("0" * 64, "0" * 40) for c in ("g", "A", "\n", " ")]
+        found += ["0x" + "0" * 64 + "\n", "\n0x" + "0" * 64]
+        found += [f"evt_{w}" for w in words] + ["evt_" + "a" * 120, "evt_" + "a" * 121,
+                                                "evt_dep_12", "evt_DEP", "ev_dep_1"]
+        found += [f"{k}.{w}" for k in ("deposit", "withdrawal", "alert", "allowlist", "other")
+                  for w in words] + ["deposit.seen.x", "deposit.", "deposit.Seen"]
+        return found
+
+    def test_each_accepts_what_its_counted_pattern_accepted(self, engine: Engine) -> None:
+        with engine.connect() as conn:
+            definitions: dict[str, str] = dict(conn.execute(sa.text(
+                "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conname = ANY(:n)"), {"n": [c[0] for c in self.CHECKS]}).all())
+            for name, expression, pattern in self.CHECKS:
+                column = {"deposits_tx_hash_check": "tx_hash", "deposits_token_check": "token",
+                          "outbox_events_event_id_check": "event_id",
+                          "outbox_events_type_check": "type",
+                          "ledger_transactions_fingerprint_check": "fingerprint"}[name]
+                # The expression tested below is the one the database enforces.
+                assert _plain(definitions[name].replace(column, "x")) == _plain(
+                    f"CHECK ({expression})"), definitions[name]
+                rows = conn.execute(sa.text(
+                    f"SELECT x, coalesce({expression}, false) AS now, x ~ :p AS counted "
+                    "FROM unnest(CAST(:xs AS text[])) AS x"),
+                    {"p": pattern, "xs": self.samples()}).all()
+                differing = [r.x for r in rows if r.now != r.counted]
+                assert differing == [], (name, differing)
+                assert any(r.now for r in rows), name  # the samples reach both sides
+
+
+def _plain(check: str) -> str:
+    """A check's text without casts to text, parentheses and spaces."""
+    return "".join(ch for ch in check.replace("::text", "") if ch not in "() ")

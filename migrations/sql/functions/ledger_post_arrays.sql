@@ -63,10 +63,11 @@ DECLARE
   v_unbalanced int;        -- the first item whose lines do not sum to zero in some asset
   v_lock_first boolean;     -- see the balance read below
   v_closed     timestamptz;
-  -- Transactions already stored under one of the keys.
-  e_key        text[];
+  -- Per item: the transaction already stored under its key (id, fingerprint; NULL: none),
+  -- and the first item of the batch with the same key (itself unless the key repeats).
   e_id         bigint[];
   e_fp         text[];
+  i_first      int[];
   -- The locked balance rows, in account-id order, and what the accepted items do to them.
   b_acc        bigint[];
   b_bal        numeric[];
@@ -162,21 +163,26 @@ BEGIN
   END IF;
   v_last := 0;
 
-  -- One statement: the closed period, the transactions already stored under these keys (an
-  -- index lookup: the keys are an array), whether any line reverses or closes,
-  -- and the first item that does not balance per asset (checked by a trigger for others).
+  -- One statement: the closed period, per item the transaction already stored under its key
+  -- (an index lookup per key) and the first item with the same key, whether any line reverses
+  -- or closes, and the first item that does not balance per asset (checked by a trigger for
+  -- others). Per item, so that the loop below looks both up by position: searching the arrays
+  -- for each item's key cost a batch of n items n^2/2 text comparisons.
   -- The key lookup needs no lock: if another request commits one of our keys after this read,
   -- the INSERT below skips it (ON CONFLICT) and we raise 40001, so the retry sees it.
-  SELECT (SELECT max(p.ends_at) FROM ledger_periods p), e.keys, e.ids, e.fps,
+  SELECT (SELECT max(p.ends_at) FROM ledger_periods p), e.ids, e.fps, e.firsts,
          (SELECT coalesce(bool_or(x.r IS NOT NULL OR x.c IS NOT NULL), false)
             FROM unnest(l_revs, l_closes) x(r, c)),
          (SELECT min(u.n) FROM (SELECT x.n FROM unnest(l_item, l_asset, l_amt) x(n, s, m)
                                  GROUP BY x.n, x.s HAVING sum(x.m) <> 0) u)
-    INTO v_closed, e_key, e_id, e_fp, v_has_refs, v_unbalanced
-    FROM (SELECT array_agg(t.idempotency_key) AS keys, array_agg(t.id) AS ids,
-                 array_agg(t.fingerprint) AS fps
-            FROM ledger_transactions t
-           WHERE t.idempotency_key = ANY (i_key)) e;
+    INTO v_closed, e_id, e_fp, i_first, v_has_refs, v_unbalanced
+    FROM (SELECT array_agg(t.id ORDER BY k.n) AS ids, array_agg(t.fingerprint ORDER BY k.n) AS fps,
+                 array_agg(k.first ORDER BY k.n) AS firsts
+            FROM (SELECT u.key, u.n, min(u.n) OVER (PARTITION BY u.key) AS first
+                    FROM unnest(i_key) WITH ORDINALITY u(key, n)) k
+            -- OFFSET 0 keeps this an index lookup per key, whatever the table size.
+            LEFT JOIN LATERAL (SELECT t.id, t.fingerprint FROM ledger_transactions t
+                                WHERE t.idempotency_key = k.key OFFSET 0) t ON true) e;
   IF v_unbalanced IS NOT NULL THEN
     RAISE EXCEPTION 'ledger_post_arrays: item % does not balance per asset', v_unbalanced
       USING ERRCODE = 'check_violation';
@@ -287,14 +293,13 @@ BEGIN
     t_amt := '{}';
 
     -- Idempotency: a stored transaction with this key ...
-    v_k := array_position(e_key, i_key[v_i]);
-    IF v_k IS NOT NULL THEN
-      v_txid[v_i] := e_id[v_k];
-      v_status[v_i] := CASE WHEN e_fp[v_k] = i_fp[v_i] THEN 'replayed' ELSE 'conflict' END;
+    IF e_id[v_i] IS NOT NULL THEN
+      v_txid[v_i] := e_id[v_i];
+      v_status[v_i] := CASE WHEN e_fp[v_i] = i_fp[v_i] THEN 'replayed' ELSE 'conflict' END;
       CONTINUE;
     END IF;
     -- ... or an item of this batch, posted above (only when the key repeats: rare).
-    IF array_position(i_key, i_key[v_i]) < v_i THEN
+    IF i_first[v_i] < v_i THEN
       FOR v_k IN 1 .. v_i - 1 LOOP
         CONTINUE WHEN i_key[v_k] <> i_key[v_i] OR v_status[v_k] <> 'posted';
         IF i_fp[v_k] = i_fp[v_i] THEN

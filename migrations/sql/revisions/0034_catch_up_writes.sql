@@ -17,6 +17,12 @@
 --   meant writing a lock record per history row. Refusals stay SQLSTATE 23503.
 -- * deposit_events_key_idx goes: no query reads the history by deposit key (every read goes by
 --   deposit id, through deposit_events_deposit_idx), and it cost a wide entry per history row.
+-- * The pattern checks of the rows every credited deposit writes say the same with a length
+--   check instead of a counted repetition: '^0x[0-9a-f]{64}$' is '^0x[0-9a-f]+$' of length 66.
+--   PostgreSQL's regular expressions run a counted repetition about ten times slower (5.4 us
+--   against 0.56 us per transaction hash here), and a credited deposit checked five of them
+--   (its hash and token, two outbox events' id and type, its ledger transaction's
+--   fingerprint). The other tables keep theirs: they are not written per deposit.
 
 ALTER TABLE outbox_events ADD COLUMN deposit_event_id bigint;
 ALTER TABLE outbox_events ALTER COLUMN payload DROP NOT NULL;
@@ -37,3 +43,20 @@ ALTER TABLE deposit_events DROP CONSTRAINT deposit_events_ledger_transaction_id_
 ALTER TABLE deposits DROP CONSTRAINT deposits_ledger_transaction_id_fkey;
 
 DROP INDEX deposit_events_key_idx;
+
+ALTER TABLE deposits DROP CONSTRAINT deposits_tx_hash_check;
+ALTER TABLE deposits ADD CONSTRAINT deposits_tx_hash_check
+  CHECK (tx_hash ~ '^0x[0-9a-f]+$' AND length(tx_hash) = 66);
+ALTER TABLE deposits DROP CONSTRAINT deposits_token_check;
+ALTER TABLE deposits ADD CONSTRAINT deposits_token_check
+  CHECK (token ~ '^0x[0-9a-f]+$' AND length(token) = 42);
+ALTER TABLE outbox_events DROP CONSTRAINT outbox_events_event_id_check;
+ALTER TABLE outbox_events ADD CONSTRAINT outbox_events_event_id_check
+  CHECK (event_id ~ '^evt_[a-z0-9_]+$' AND length(event_id) <= 124);
+ALTER TABLE outbox_events DROP CONSTRAINT outbox_events_type_check;
+ALTER TABLE outbox_events ADD CONSTRAINT outbox_events_type_check
+  CHECK (type ~ '^(deposit|withdrawal|alert|allowlist)\.[a-z_]+$'
+         AND length(split_part(type, '.', 2)) <= 40);
+ALTER TABLE ledger_transactions DROP CONSTRAINT ledger_transactions_fingerprint_check;
+ALTER TABLE ledger_transactions ADD CONSTRAINT ledger_transactions_fingerprint_check
+  CHECK (fingerprint ~ '^[0-9a-f]+$' AND length(fingerprint) = 64);
