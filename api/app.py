@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import gc
 import itertools
 import logging
 import re
@@ -53,6 +52,7 @@ from api.routes.deps import ApiContext, utc_now
 from api.web import routes as web
 from config.chains import ChainsConfig
 from config.logging import correlation_id
+from config.runtime import keep_startup_out_of_gc
 from config.settings import Settings
 from config.sweeps import SweepsConfig
 from config.withdrawals import WithdrawalsConfig
@@ -199,16 +199,6 @@ def create_app(engine: Engine, chains: ChainsConfig, withdrawals_config: Withdra
         app.include_router(module.router)
     web.install(app)
     return app
-
-
-def keep_startup_out_of_gc() -> None:
-    """Move every object alive now (the app, its schemas, the libraries: all of it lives as
-    long as the process) out of the garbage collector's full collections. A full collection
-    scanned them all with the process stalled, about 90 ms each time, and at 1,000 requests/s
-    that pause was the p99 of the hot reads (bench/RESULTS.md, "HTTP API"). Objects created
-    later are collected as usual. For server processes, once their app is built."""
-    gc.collect()
-    gc.freeze()
 
 
 def create_app_from_settings(settings: Settings | None = None,

@@ -108,8 +108,9 @@ def serve(
     job: OnlyOption = None,
 ) -> None:
     """Serve the HTTP API (uvicorn) and run the scheduler in the same process."""
-    from api.app import create_app, keep_startup_out_of_gc
+    from api.app import create_app
     from config.logging import ensure_logging
+    from config.runtime import keep_startup_out_of_gc
 
     ensure_logging()
 
@@ -153,6 +154,11 @@ def worker(
 
     ensure_logging()
     scheduler, _, _, _ = _scheduler(config, interval_s, job, required=False)
+    from config.runtime import collect_less_often, keep_startup_out_of_gc
+
+    # No HTTP here: a batch process (watchers, processors, reconciliation; config.runtime).
+    keep_startup_out_of_gc()
+    collect_less_often()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -128,9 +128,10 @@ def serve(url: str, port: int, workers: int) -> None:
 
 def app_factory() -> Any:
     """The app of one server process (rate limits high enough not to refuse the load)."""
-    from api.app import create_app, keep_startup_out_of_gc
+    from api.app import create_app
     from api.ratelimit import RateLimit, RateLimits
     from config.database import make_engine
+    from config.runtime import keep_startup_out_of_gc
 
     chains, wcfg = configs()
     engine = make_engine(os.environ["CUSTODY_BENCH_URL"], pool_size=40)
