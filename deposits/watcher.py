@@ -48,9 +48,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -74,6 +73,7 @@ from deposits import scans, service
 from deposits.attestors import Attestation, Attestor, NodeReceiptAttestor, ProviderAttestor, Verdict
 from deposits.errors import ReorgTooDeep, WatcherBusy
 from deposits.model import Booking, DepositState
+from deposits.readahead import ReadAhead, Stages
 from deposits.scanner import ScanResult, scan_blocks
 
 log = logging.getLogger("custody.deposits.watcher")
@@ -108,6 +108,9 @@ class StepReport:
 
 #: A range read ahead is used only if the step that wants it starts within this many seconds.
 AHEAD_AGE_MAX_S = 10.0
+#: Ranges read and planned ahead of the one being written, at most (memory: a few ranges of
+#: ``scan_blocks_max`` blocks, whatever the backlog).
+READ_AHEAD_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,20 @@ class _Fetched:
     planned: scans.NewDeposits | None = None
 
 
+@dataclass(frozen=True)
+class _Read:
+    """A range read from the node and attested (the reader's stage): what ``_plan_range``
+    plans. ``rows``: the observations as new deposit rows; ``attested``: the verdicts of
+    those the scan's transaction may credit."""
+
+    heads: tuple[int, int | None]
+    result: ScanResult | None
+    internal: frozenset[repo.Key] = frozenset()
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[repo.DepositRecord] = field(default_factory=list)
+    attested: dict[repo.Key, Attestation] = field(default_factory=dict)
+
+
 def rpc_for(url: str, chain: ChainConfig) -> RpcClient:
     """An RPC client with the chain's timeout and retry budget."""
     return RpcClient(url, rpc_timeout_ms=chain.rpc_timeout_ms, retries_max=chain.rpc_retries_max)
@@ -137,6 +154,7 @@ class Watcher:
                  rpc: RpcClient | None = None, attestor: Attestor | None = None,
                  settle_batch_max: int = 1_000) -> None:
         self.engine = engine
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.config = config
         self.chain = config.chain(chain)
         self.rule: FinalityRule = parse_finality_rule(self.chain.finality)
@@ -156,12 +174,15 @@ class Watcher:
         self._attest_lock = threading.Lock()
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max
-        # One range read ahead while a catch-up writes the previous one (node reads overlap
-        # database writes). Its own RPC client: an HTTP session is not shared across threads.
-        self._pool = ThreadPoolExecutor(max_workers=1,
-                                        thread_name_prefix=f"scan-{self.chain.name}")
+        # Catching up, the ranges above the one being written are read and planned ahead
+        # (deposits.readahead), the reader with its own RPC client: an HTTP session is not
+        # shared across threads.
+        self._reader = ThreadPoolExecutor(max_workers=1,
+                                          thread_name_prefix=f"scan-{self.chain.name}")
+        self._planner = ThreadPoolExecutor(max_workers=1,
+                                           thread_name_prefix=f"plan-{self.chain.name}")
         self._ahead_rpc = rpc_for(self.rpc.url, self.chain)
-        self._ahead: tuple[tuple[int, str], float, Future[_Fetched]] | None = None
+        self._ahead: ReadAhead[_Read, _Fetched] | None = None
         self._pool_settle = ThreadPoolExecutor(max_workers=1,
                                                thread_name_prefix=f"settle-{self.chain.name}")
         #: The last step did not reach the head: the next one settles while it scans.
@@ -172,9 +193,10 @@ class Watcher:
                         self.chain.name)
 
     def close(self) -> None:
-        """Stop the prefetch thread and close the node clients it owns."""
-        self._ahead = None
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Stop the read-ahead and settle threads and close the node client they own."""
+        self._stop_ahead()
+        self._reader.shutdown(wait=True, cancel_futures=True)
+        self._planner.shutdown(wait=True, cancel_futures=True)
         self._pool_settle.shutdown(wait=True)
         self._ahead_rpc.close()
 
@@ -230,7 +252,10 @@ class Watcher:
                 conn.rollback()
 
     def _read(self, fn: Any) -> Any:
-        with UnitOfWork(self.engine) as uow:
+        """``fn``'s reads (or a sequence's ``nextval``), each statement its own transaction:
+        no BEGIN and ROLLBACK round trips around them (a catch-up step makes several such
+        reads, on the threads that are its critical path)."""
+        with UnitOfWork(self._autocommit) as uow:
             return fn(uow)
 
     def _scan(self, report: StepReport, now: datetime) -> None:
@@ -250,10 +275,15 @@ class Watcher:
         report.scanned_from, report.scanned_to = result.headers[0].number, result.headers[-1].number
         report.cursor_block = report.scanned_to
         last = result.headers[-1]
-        if last.number < head:
-            # Catching up: read the next range from the node while this one is written.
-            self._ahead = (last.number, last.hash), time.monotonic(), self._pool.submit(
-                self._fetch, self._ahead_rpc, (last.number, last.hash))
+        if last.number >= head:
+            self._stop_ahead()
+        elif self._ahead is None or not self._ahead.active:
+            # Catching up: the next ranges are read and planned while this one is written.
+            self._stop_ahead()
+            self._ahead = ReadAhead(
+                Stages(lambda tip: self._read_range(self._ahead_rpc, tip), self._plan_range),
+                (last.number, last.hash), reader=self._reader, planner=self._planner,
+                depth=READ_AHEAD_DEPTH, max_age_s=AHEAD_AGE_MAX_S)
         finality = scans.ScanFinality(self.policy, head, fetched.heads[1])
         # The accounts of the credits were opened when they were planned (``_fetch``).
         credits = scans.ScanCredits(fetched.attested, self.accounts) if fetched.attested \
@@ -266,10 +296,17 @@ class Watcher:
         report.credited += credited
 
     def _fetch(self, rpc: RpcClient, tip: tuple[int, str] | None) -> _Fetched:
-        """Read the blocks above ``tip`` (node calls and a short read of our addresses only).
+        """Read and plan the range above ``tip`` on the step's own thread."""
+        return self._plan_range(self._read_range(rpc, tip)[0])
 
-        Runs on the step's thread or, one range ahead, on the prefetch thread with its own
-        RPC client; it writes nothing, so a result nobody uses is simply dropped.
+    def _read_range(self, rpc: RpcClient, tip: tuple[int, str] | None
+                    ) -> tuple[_Read, tuple[int, str] | None]:
+        """Read the blocks above ``tip`` (node calls and short reads of our addresses and
+        internal transfers only), and attest the deposits already final; with the tip the
+        next range starts from (None: the head is reached, or nothing to read further).
+
+        Runs on the step's thread or, reading ahead, on the reader thread with its own RPC
+        client; it writes nothing, so a result nobody uses is simply dropped.
         """
         # Read before the blocks: a block the scan finds at or below them is judged final on
         # the headers the scan reads next (the hash the node reports at that height).
@@ -277,7 +314,7 @@ class Watcher:
         start = tip[0] + 1 if tip else self.chain.start_block
         end = min(heads[0], start + self.chain.scan_blocks_max - 1)
         if end < start and tip is None:
-            return _Fetched(heads, None)
+            return _Read(heads, None), None
         family = self.chain.family
 
         def lookup(addresses: Any) -> dict[str, str]:
@@ -292,28 +329,40 @@ class Watcher:
                              trace_method=self.chain.trace_method,
                              is_listed=lambda c: self.chain.token(c) is not None,
                              final_height=final)
+        following = None
+        if not result.reorg and result.headers and result.headers[-1].number < heads[0]:
+            following = (result.headers[-1].number, result.headers[-1].hash)
         if result.reorg or not result.observations:
-            return _Fetched(heads, result)
-        # Deposits already final are attested now, outside any transaction (on the prefetch
-        # thread while catching up), so that the scan's transaction credits them; and what
-        # that transaction writes is planned here too, for it to check and use.
+            return _Read(heads, result), following
+        # Deposits already final are attested now, outside any transaction (reading ahead,
+        # on the reader thread), so that the scan's transaction credits them.
         internal = self._read(lambda uow: scans.internal_keys(uow, self.chain,
                                                               result.observations))
         rows = scans.new_rows(self.config, self.chain, result.observations, result.users,
                               head_block=heads[0], internal=internal)
         candidates = scans.credit_candidates(self.chain, rows, final_height=final)
-        attested = self._attest_candidates(candidates)
+        return _Read(heads, result, internal, rows, candidates,
+                     self._attest_candidates(candidates)), following
+
+    def _plan_range(self, read: _Read) -> _Fetched:
+        """Plan what the scan's transaction writes for a range's deposits, outside it (on the
+        planner thread when reading ahead): their accounts opened, ids reserved,
+        ``scans.plan_new_deposits``; the transaction checks the plan and uses it."""
+        result = read.result
+        if result is None or result.reorg or not result.observations:
+            return _Fetched(read.heads, result)
         credits = None
-        if attested:
-            self._ensure_accounts(service.accounts_needed(self.chain, candidates))
-            credits = scans.ScanCredits(attested, self.accounts)
+        if read.attested:
+            self._ensure_accounts(service.accounts_needed(self.chain, read.candidates))
+            credits = scans.ScanCredits(read.attested, self.accounts)
+        count = len(read.rows)
         ids, event_ids = self._read(lambda uow: repo.reserve_ids(
-            uow.conn, len(rows), scans.EVENTS_PER_NEW_DEPOSIT * len(rows)))
+            uow.conn, count, scans.EVENTS_PER_NEW_DEPOSIT * count))
         planned = scans.plan_new_deposits(
-            self.chain, rows, ids, event_ids, headers=result.headers,
-            finality=scans.ScanFinality(self.policy, heads[0], heads[1]), credits=credits,
-            internal=internal)
-        return _Fetched(heads, result, attested, planned)
+            self.chain, read.rows, ids, event_ids, headers=result.headers,
+            finality=scans.ScanFinality(self.policy, read.heads[0], read.heads[1]),
+            credits=credits, internal=read.internal)
+        return _Fetched(read.heads, result, read.attested, planned)
 
     def _attest_candidates(self, candidates: list[repo.DepositRecord]
                            ) -> dict[repo.Key, Attestation]:
@@ -332,20 +381,25 @@ class Watcher:
         return {d.key: verdicts[d.id] for d in candidates if d.id in verdicts}
 
     def _take_ahead(self, tip: tuple[int, str] | None) -> _Fetched | None:
-        """The prefetched scan above ``tip``, if there is one, it is recent and it worked."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
-            return None
-        ahead_tip, started, future = ahead
-        if ahead_tip != tip or time.monotonic() - started > AHEAD_AGE_MAX_S:
-            # The cursor moved otherwise (a failed write, another process): read again.
-            future.cancel()
+        """The range above ``tip`` read ahead, if it starts there, is recent and worked; else
+        the read-ahead ends (the cursor moved otherwise: a failed write, a rewind, another
+        process) and the step reads itself."""
+        if self._ahead is None or tip is None:
             return None
         try:
-            return future.result(timeout=self.rpc.rpc_timeout_ms / 1000 * 4)
-        except Exception:  # noqa: BLE001 - a failed prefetch is read again, where errors count
-            log.info("%s: prefetched scan failed; reading again", self.chain.name, exc_info=True)
-            return None
+            taken = self._ahead.take(tip, timeout_s=self.rpc.rpc_timeout_ms / 1000 * 4)
+        except Exception:  # noqa: BLE001 - read again, where errors count
+            log.info("%s: range read ahead failed; reading again", self.chain.name,
+                     exc_info=True)
+            taken = None
+        if taken is None:
+            self._stop_ahead()
+        return taken
+
+    def _stop_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.stop()
+            self._ahead = None
 
     def _rewind(self, cursor: list[tuple[int, str]], report: StepReport, now: datetime) -> None:
         canonical = self.rpc.canonical_hashes(cursor_heights(cursor))

@@ -46,10 +46,11 @@ CREATE OR REPLACE FUNCTION deposits_refs_check() RETURNS trigger LANGUAGE plpgsq
 DECLARE
   bad record;
 BEGIN
+  -- A primary-key lookup per row (a scalar subquery: never a scan, whatever plan is cached).
   SELECT n.id, n.ledger_transaction_id INTO bad
     FROM new_rows n
    WHERE n.ledger_transaction_id IS NOT NULL
-     AND NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.id = n.ledger_transaction_id)
+     AND (SELECT t.id FROM ledger_transactions t WHERE t.id = n.ledger_transaction_id) IS NULL
    LIMIT 1;
   IF FOUND THEN
     RAISE EXCEPTION 'deposit % names ledger transaction %, which does not exist', bad.id,
