@@ -154,11 +154,9 @@ def worker(
 
     ensure_logging()
     scheduler, _, _, _ = _scheduler(config, interval_s, job, required=False)
-    from config.runtime import collect_less_often, keep_startup_out_of_gc
+    from config.runtime import settle_batch_process
 
-    # No HTTP here: a batch process (watchers, processors, reconciliation; config.runtime).
-    keep_startup_out_of_gc()
-    collect_less_often()
+    settle_batch_process()  # No HTTP here: a batch process (watchers, processors, jobs).
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -46,7 +46,7 @@ from chains.evm import TRANSFER_TOPIC, encode_call
 from chains.rpc import to_quantity
 from config.chains import ChainsConfig, parse_chains_config
 from config.database import embedded_url, make_engine
-from config.runtime import collect_less_often, keep_startup_out_of_gc
+from config.runtime import settle_batch_process
 from config.uow import UnitOfWork, run_in_transaction
 from deposits import repository as repo
 from deposits import service
@@ -153,9 +153,7 @@ def chains_config(node: AnvilNode, token: Contract, name: str,
 def run_watcher(engine: Any, config: ChainsConfig, head: int) -> Measure:
     """Catch up with the watcher; the clock stops when the ledger has every deposit."""
     watcher = Watcher(engine, config, "fast", settle_batch_max=2_000)
-    # As `custody watch` (deposits.jobs.run_watch) and `custody service worker` run it.
-    keep_startup_out_of_gc()
-    collect_less_often()
+    settle_batch_process()  # as `custody watch` (deposits.jobs.run_watch) does
     started = time.perf_counter()
     history_s = 0.0
     deposits = credited = 0

@@ -18,13 +18,17 @@ import gc
 BATCH_GC_THRESHOLDS = (50_000, 20, 20)
 
 
-def keep_startup_out_of_gc() -> None:
+def keep_startup_out_of_gc(*, collect_first: bool = True) -> None:
     """Move every object alive now (the app, its schemas, the configuration, the libraries: all
     of it lives as long as the process) out of the garbage collector's full collections. A full
     collection scanned them all with the process stalled, about 90 ms each time, and at 1,000
     requests/s that pause was the p99 of the hot reads (bench/RESULTS.md, "HTTP API"). Objects
-    created later are collected as usual. For long-running processes, once they are built."""
-    gc.collect()
+    created later are collected as usual. For long-running processes, once they are built.
+    ``collect_first=False`` skips the full collection that frees start-up's garbage first (the
+    little of it in cycles then stays): it is that traversal of the whole heap, the one thing
+    here that takes time, which a batch process would otherwise pay before its first step."""
+    if collect_first:
+        gc.collect()
     gc.freeze()
 
 
@@ -35,3 +39,12 @@ def collect_less_often() -> None:
     (bench/RESULTS.md, "Deposit catch-up"). Not for the API server: a young collection then
     scans up to 50,000 objects, a pause its request latency would show."""
     gc.set_threshold(*BATCH_GC_THRESHOLDS)
+
+
+def settle_batch_process() -> None:
+    """The collector's settings of a long-running batch process (``custody watch``,
+    ``custody service worker``), taken once it is built: what is alive then stays out of the
+    collector's traversals (without a full collection first, which would delay the first step),
+    and young collections run less often (``collect_less_often``)."""
+    keep_startup_out_of_gc(collect_first=False)
+    collect_less_often()

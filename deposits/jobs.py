@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 
 from config.chains import ChainsConfig
 from config.errors import CustodyError
-from config.runtime import collect_less_often, keep_startup_out_of_gc
+from config.runtime import settle_batch_process
 from config.uow import is_connection_lost
 from deposits.watcher import StepReport, Watcher
 
@@ -47,11 +47,8 @@ def run_watch(
     """
     names = list(chains or config.chains)
     watchers = [Watcher(engine, config, name) for name in names]
-    # A long-running batch process: what start-up built stays out of the collector's
-    # traversals, and young collections run less often (a catch-up step builds hundreds of
-    # thousands of short-lived containers: config.runtime).
-    keep_startup_out_of_gc()
-    collect_less_often()
+    # A long-running batch process: config.runtime.settle_batch_process.
+    settle_batch_process()
     failures = dict.fromkeys(names, 0)
     try:
         return _rounds(watchers, failures, steps_max, poll_interval_s, backoff_max_s, clock,

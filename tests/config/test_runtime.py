@@ -33,3 +33,11 @@ def test_a_batch_process_collects_less_often(restored: None) -> None:
     runtime.collect_less_often()
     assert gc.get_threshold() == runtime.BATCH_GC_THRESHOLDS
     assert runtime.BATCH_GC_THRESHOLDS[0] > 700  # Python's default young threshold
+
+
+def test_a_batch_process_freezes_without_a_full_collection_first(restored: None) -> None:
+    collections = gc.get_stats()[2]["collections"]
+    runtime.settle_batch_process()
+    assert gc.get_stats()[2]["collections"] == collections  # no full collection
+    assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == runtime.BATCH_GC_THRESHOLDS
