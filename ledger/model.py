@@ -122,8 +122,9 @@ def check_positive(value: object, *, what: str = "amount") -> int:
     return amount
 
 
-def validate_entry(entry: Entry) -> None:
-    """Raise EntryInvalid unless ``entry`` is well formed and balanced per asset."""
+def validate_entry(entry: Entry, *, metadata_json: str | None = None) -> None:
+    """Raise EntryInvalid unless ``entry`` is well formed and balanced per asset.
+    ``metadata_json``: its metadata already serialized (:func:`metadata_json`), not again."""
     if not entry.idempotency_key or len(entry.idempotency_key) > KEY_LENGTH_MAX:
         raise EntryInvalid(f"idempotency key must have 1 to {KEY_LENGTH_MAX} characters")
     if not entry.kind or len(entry.kind) > 64:
@@ -147,9 +148,22 @@ def validate_entry(entry: Entry) -> None:
         codes = {ln.account.asset.id: ln.account.asset.code for ln in entry.lines}
         detail = ", ".join(f"{codes[a]} off by {t}" for a, t in sorted(unbalanced.items()))
         raise EntryInvalid(f"entry {entry.idempotency_key} does not balance per asset: {detail}")
+    if metadata_json is not None:
+        return
     try:
         if entry.metadata:
             json.dumps(dict(entry.metadata))
+    except (TypeError, ValueError) as exc:
+        raise EntryInvalid(f"metadata must be JSON: {exc}") from exc
+
+
+def metadata_json(entry: Entry) -> str:
+    """The entry's metadata as JSON text with sorted keys and no spaces, as it appears in its
+    fingerprint; EntryInvalid if it is not JSON. A caller that sends many entries serializes
+    each metadata once (``ledger.service.prepare_batch``): its check, its column value and its
+    place in the fingerprint."""
+    try:
+        return json.dumps(dict(entry.metadata), sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise EntryInvalid(f"metadata must be JSON: {exc}") from exc
 
@@ -166,11 +180,22 @@ def fingerprint(entry: Entry) -> str:
     return fingerprint_at(fingerprint_tail(entry), entry.effective_at)
 
 
-def fingerprint_tail(entry: Entry) -> str:
+def fingerprint_tail(entry: Entry, *, metadata_json: str | None = None) -> str:
     """The canonical form of ``entry`` after its first member, ``effective_at`` (the first of
     the sorted keys): :func:`fingerprint_at` completes it for any effective time. A batch
     prepared before its effective time is known keeps this (``ledger.service.prepare_batch``).
-    """
+    ``metadata_json``: the metadata serialized by :func:`metadata_json` (then the form is
+    assembled around it, member by member in key order)."""
+    if metadata_json is not None and type(entry.metadata) is dict:
+        lines = [[ln.account.id, str(ln.amount_minor), ln.closes_posting_id,
+                  ln.reverses_posting_id] for ln in entry.lines]
+        dumps = json.dumps
+        return ('"kind":' + dumps(entry.kind) + ',"lines":' + dumps(lines, separators=(",", ":"))
+                + ',"metadata":' + metadata_json
+                + ',"out_of_period":' + ("true" if entry.out_of_period else "false")
+                + ',"reason":' + dumps(entry.reason) + ',"reference":' + dumps(entry.reference)
+                + ',"reverses":' + dumps(entry.reverses_transaction_id)
+                + ',"source":' + dumps(entry.source) + "}")
     canonical = {
         "kind": entry.kind,
         "source": entry.source,

@@ -221,9 +221,10 @@ def prepare_batch(entries: Sequence[Entry]) -> PreparedBatch:
     :func:`post_prepared` posts them all at one effective time (their own is not used). This
     is what the client spends on a batch; a caller that knows its entries before it opens its
     transaction prepares them there. A malformed entry raises EntryInvalid here."""
-    for entry in entries:
-        model.validate_entry(entry)
-    return repo.prepare(entries)
+    metadata = [model.metadata_json(entry) for entry in entries]
+    for entry, serialized in zip(entries, metadata, strict=True):
+        model.validate_entry(entry, metadata_json=serialized)
+    return repo.prepare(entries, metadata)
 
 
 def post_prepared(uow: UnitOfWork, prepared: PreparedBatch, *,

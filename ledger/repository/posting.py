@@ -25,12 +25,14 @@ from ledger.model import Entry, fingerprint, fingerprint_at, fingerprint_tail
 PostArrays = tuple[list[Any], ...]
 
 
-def to_arrays(entries: Sequence[Entry], *, fingerprints: bool = True) -> PostArrays:
+def to_arrays(entries: Sequence[Entry], *, fingerprints: bool = True,
+              metadata: Sequence[str] | None = None) -> PostArrays:
     """What ``ledger_post_arrays`` takes: 11 arrays with one element per entry (key,
     fingerprint, kind, reference, effective time, reason, source, reversed transaction,
     out-of-period flag, metadata as JSON text, number of lines), then 5 with one per line, entry
     by entry (account id, asset id, amount as a decimal string, closed and reversed posting).
-    ``fingerprints=False`` leaves the fingerprints out (empty strings: ``prepare``)."""
+    ``fingerprints=False`` leaves the fingerprints out (empty strings: ``prepare``);
+    ``metadata``: each entry's metadata as JSON text already (``ledger.model.metadata_json``)."""
     keys: list[Any] = []
     fps: list[Any] = []
     kinds: list[Any] = []
@@ -47,7 +49,7 @@ def to_arrays(entries: Sequence[Entry], *, fingerprints: bool = True) -> PostArr
     amounts: list[Any] = []
     closes: list[Any] = []
     reverses: list[Any] = []
-    for entry in entries:
+    for n, entry in enumerate(entries):
         keys.append(entry.idempotency_key)
         fps.append(fingerprint(entry) if fingerprints else "")
         kinds.append(entry.kind)
@@ -57,7 +59,10 @@ def to_arrays(entries: Sequence[Entry], *, fingerprints: bool = True) -> PostArr
         sources.append(entry.source)
         revs.append(entry.reverses_transaction_id)
         oops.append(entry.out_of_period)
-        metas.append(json.dumps(dict(entry.metadata)) if entry.metadata else "{}")
+        if metadata is not None:
+            metas.append(metadata[n])
+        else:
+            metas.append(json.dumps(dict(entry.metadata)) if entry.metadata else "{}")
         counts.append(len(entry.lines))
         for line in entry.lines:
             accounts.append(line.account.id)
@@ -153,10 +158,12 @@ class PreparedPost:
 _FINGERPRINTS, _EFFECTIVE = 1, 4
 
 
-def prepare(entries: Sequence[Entry]) -> PreparedPost:
-    """``entries`` as a :class:`PreparedPost` (their own effective times are not used)."""
-    tails = tuple(fingerprint_tail(e) for e in entries)
-    arrays = list(to_arrays(entries, fingerprints=False))
+def prepare(entries: Sequence[Entry], metadata: Sequence[str]) -> PreparedPost:
+    """``entries`` as a :class:`PreparedPost` (their own effective times are not used), with
+    their metadata serialized (``ledger.model.metadata_json``)."""
+    tails = tuple(fingerprint_tail(e, metadata_json=m)
+                  for e, m in zip(entries, metadata, strict=True))
+    arrays = list(to_arrays(entries, fingerprints=False, metadata=metadata))
     params: list[str | None] = list(_post_params(tuple(arrays)))
     params[_FINGERPRINTS] = params[_EFFECTIVE] = None
     return PreparedPost(tuple(entries), tuple(params), tails)

@@ -20,6 +20,7 @@ from ledger.model import (
     fingerprint,
     fingerprint_at,
     fingerprint_tail,
+    metadata_json,
 )
 
 USDC = Asset(id=3, code="USDC", scale=6)
@@ -79,6 +80,11 @@ class TestFingerprint:
                                                        at: datetime) -> None:
         assert fingerprint_at(fingerprint_tail(entry), at) == fingerprint(
             replace(entry, effective_at=at))
+
+    @given(entries)
+    def test_its_tail_around_serialized_metadata_is_the_same(self, entry: Entry) -> None:
+        assert fingerprint_tail(entry, metadata_json=metadata_json(entry)) == \
+            fingerprint_tail(entry)
 
     def test_a_stored_fingerprint_stays_the_same(self) -> None:
         entry = Entry(
