@@ -52,6 +52,12 @@ def is_erc20_transfer_log(log: Mapping[str, Any]) -> bool:
     )
 
 
+def transfer_recipient(log: Mapping[str, Any]) -> str:
+    """The recipient of a well-formed ERC-20 ``Transfer`` log (:func:`is_erc20_transfer_log`),
+    lower-case: what :func:`transfer_from_log` would say, without decoding the rest."""
+    return _topic_address(log["topics"][2])
+
+
 def transfer_from_log(log: Mapping[str, Any], position_in_receipt: int) -> ObservedTransfer:
     """Decode one raw ERC-20 ``Transfer`` log (check :func:`is_erc20_transfer_log` first).
 

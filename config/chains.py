@@ -45,6 +45,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -180,15 +181,27 @@ class ChainConfig:
             return "cold"
         return None
 
-    @property
+    # The three below are read for every transfer a scan decodes: computed once per
+    # configuration (cached_property writes the instance's __dict__, which a frozen dataclass
+    # allows; they are not fields, so equality and hashing ignore them).
+
+    @cached_property
     def own_addresses(self) -> frozenset[str]:
         """Every hot and cold address of this chain (lower-case)."""
         return frozenset(self.hot_addresses) | frozenset(self.cold_addresses)
 
+    @cached_property
+    def listed_symbols(self) -> frozenset[str]:
+        """The symbols of the listed tokens, upper-case (to recognise fakes that copy them)."""
+        return frozenset(t.symbol.upper() for t in self.tokens)
+
+    @cached_property
+    def _tokens_by_contract(self) -> dict[str, TokenConfig]:
+        return {t.contract: t for t in reversed(self.tokens)}
+
     def token(self, contract: str) -> TokenConfig | None:
         """The listed token with this contract address (any case), or None."""
-        wanted = contract.lower()
-        return next((t for t in self.tokens if t.contract == wanted), None)
+        return self._tokens_by_contract.get(contract.lower())
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,13 @@ from eth_abi.abi import decode as abi_decode
 from eth_utils.crypto import keccak
 
 from chains.errors import RpcError
-from chains.evm import decode_native_transfer, decode_receipt_transfers, receipt_succeeded
+from chains.evm import (
+    decode_native_transfer,
+    is_erc20_transfer_log,
+    receipt_succeeded,
+    transfer_from_log,
+    transfer_recipient,
+)
 from chains.model import BlockHeader, ObservedTransfer, same_hash
 from chains.rpc import RpcCall, RpcClient, from_quantity, header_from_json, to_quantity
 from chains.traces import block_trace_by_tx, internal_transfers, trees_from_parity
@@ -212,23 +218,33 @@ def _decode(
     traces: Mapping[str, Mapping[str, Any]] | None = None,
     final_height: int | None = None,
 ) -> ScanResult:
-    tokens: list[ObservedTransfer] = []
+    # Two passes over the receipts: the recipients first (an ERC-20 Transfer's is its third
+    # topic), then a transfer is built only for those that are ours (a catch-up meets as many
+    # transfers to others as to us).
+    logs: list[tuple[str, int, dict[str, Any]]] = []  # (recipient, position, log)
+    internal: list[ObservedTransfer] = []
     native_receipts: list[dict[str, Any]] = []
     senders: dict[str, str] = {}
     for _, receipts in blocks:
         for receipt in receipts:
             senders[str(receipt["transactionHash"]).lower()] = str(receipt["from"]).lower()
-            tokens.extend(decode_receipt_transfers(receipt))
-            if receipt.get("to") and receipt_succeeded(receipt):
+            if not receipt_succeeded(receipt):
+                continue  # A reverted transaction moved nothing (its logs were discarded).
+            for i, log in enumerate(receipt.get("logs") or []):
+                if is_erc20_transfer_log(log):
+                    logs.append((transfer_recipient(log), i, log))
+            if receipt.get("to"):
                 native_receipts.append(receipt)
             if traces:
                 # Internal native transfers ride with the token transfers: same filtering
                 # by recipient, same transaction checks, their own call-tree positions.
-                tokens.extend(_internal(receipt, traces))
-    candidates = {t.to_address for t in tokens} | {str(r["to"]).lower() for r in native_receipts}
+                internal.extend(_internal(receipt, traces))
+    candidates = ({to for to, _, _ in logs} | {t.to_address for t in internal}
+                  | {str(r["to"]).lower() for r in native_receipts})
     users = dict(lookup_users(candidates - own_addresses))
     mine = set(users) | (candidates & own_addresses)
-    ours = [t for t in tokens if t.to_address in mine]
+    ours = [transfer_from_log(log, i) for to, i, log in logs if to in mine]
+    ours += [t for t in internal if t.to_address in mine]
     native = [r for r in native_receipts if str(r["to"]).lower() in mine]
     unread = [t for t in ours if final_height is not None and t.block_number <= final_height]
     needed = [t for t in ours if final_height is None or t.block_number > final_height]

@@ -210,7 +210,7 @@ class HistoryBatch:
 
 def listing(config: ChainsConfig, chain: ChainConfig, token: str | None) -> Listing:
     """What the configuration says about ``token`` (None: the native coin) on ``chain``."""
-    symbols = frozenset(t.symbol.upper() for t in chain.tokens)
+    symbols = chain.listed_symbols
     if token is None:
         asset = config.assets[chain.native_asset]
         return Listing(asset.code, chain.native_decimals, asset.scale,
