@@ -17,12 +17,15 @@ be a little behind go to a replica when one is configured (``get_read_engine``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
 import threading
 import time
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -398,6 +401,41 @@ def driver_rows(conn: Connection, statement: str, params: Any, *,
     server-side prepared statement from the first call; None: after a few calls), ignored when
     the connection prepares nothing (behind a transaction pooler, ``make_engine``).
     """
+    return driver_send(conn, statement, params, prepare=prepare).rows()
+
+
+@dataclass
+class DriverResult:
+    """A statement ``driver_send`` sent; its rows are read by :meth:`rows` (in a
+    ``driver_pipeline`` block, once the block has ended)."""
+
+    conn: Connection
+    cursor: Any
+    statement: str
+    params: Any
+
+    def rows(self) -> list[Any]:
+        """Every row of the statement (the cursor is closed afterwards)."""
+        try:
+            with _driver_errors(self.conn, self.statement, self.params):
+                return list(self.cursor.fetchall())
+        finally:
+            self.cursor.close()
+
+    @property
+    def rowcount(self) -> int:
+        """The rows the statement wrote (an INSERT or UPDATE)."""
+        return int(self.cursor.rowcount)
+
+    def close(self) -> None:
+        """Close the cursor (a statement whose rows are not read)."""
+        self.cursor.close()
+
+
+def driver_send(conn: Connection, statement: str, params: Any, *,
+                prepare: bool | None = None) -> DriverResult:
+    """Send ``statement`` as ``driver_rows`` runs it, without reading its rows yet: in a
+    ``driver_pipeline`` block it is queued with the statements around it."""
     driver = conn.connection.driver_connection
     assert driver is not None
     if driver.prepare_threshold is None:
@@ -407,15 +445,36 @@ def driver_rows(conn: Connection, statement: str, params: Any, *,
     cursor = driver.cursor()
     try:
         conn.dispatch.before_cursor_execute(conn, cursor, statement, params, None, False)
-        try:
+        with _driver_errors(conn, statement, params):
             cursor.execute(statement, params, prepare=prepare)
-            rows: list[Any] = cursor.fetchall()
-        except conn.dialect.loaded_dbapi.Error as exc:
-            if driver.broken:
-                conn.invalidate(exc)
-            raise sa.exc.DBAPIError.instance(
-                statement, params, exc, conn.dialect.loaded_dbapi.Error) from exc
         conn.dispatch.after_cursor_execute(conn, cursor, statement, params, None, False)
-    finally:
+    except BaseException:
         cursor.close()
-    return rows
+        raise
+    return DriverResult(conn, cursor, statement, params)
+
+
+@contextlib.contextmanager
+def driver_pipeline(conn: Connection) -> Iterator[None]:
+    """Statements ``driver_send`` sends inside the block go to the server together, and their
+    results come back at its end: one round trip for all of them (psycopg's pipeline mode). The
+    first statement that fails makes the server skip the rest; its error is raised as the block
+    ends, as ``driver_rows`` raises it, and the transaction is then failed (roll it back)."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    with _driver_errors(conn, "(pipeline)", None), driver.pipeline():
+        yield
+
+
+@contextlib.contextmanager
+def _driver_errors(conn: Connection, statement: str, params: Any) -> Iterator[None]:
+    """Driver errors as SQLAlchemy's ``DBAPIError`` subclasses; a connection the driver reports
+    broken is invalidated."""
+    try:
+        yield
+    except conn.dialect.loaded_dbapi.Error as exc:
+        driver = conn.connection.driver_connection
+        if driver is not None and driver.broken:
+            conn.invalidate(exc)
+        raise sa.exc.DBAPIError.instance(
+            statement, params, exc, conn.dialect.loaded_dbapi.Error) from exc

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import exc as sa_exc
+
 from chains.model import (
     FinalityPolicy,
     FinalityRule,
@@ -36,7 +38,8 @@ from chains.model import (
     evaluate_deposit_finality,
 )
 from config.chains import ChainConfig, ChainsConfig
-from config.uow import UnitOfWork
+from config.database import driver_pipeline
+from config.uow import UnitOfWork, sqlstate
 from deposits import model
 from deposits import repository as repo
 from deposits.attestors import Attestation, Verdict
@@ -52,6 +55,7 @@ E, S = DepositEvent, DepositState
 #: History rows a new deposit can get in the scan that finds it: seen (or ignored), final,
 #: credited. Ids are reserved for that many (``repo.reserve_ids``).
 EVENTS_PER_NEW_DEPOSIT = 3
+UNIQUE_VIOLATION = "23505"
 
 
 @dataclass(frozen=True)
@@ -206,11 +210,19 @@ class NewDeposits:
     post: ledger.PreparedBatch | None
     finals: int
     credited: int
+    #: Whether a deposit was sent from one of our own addresses to a deposit address (the
+    #: internal transfers among them are then read again in the transaction).
+    own_senders: bool = False
 
     @property
     def count(self) -> int:
         """How many new deposits."""
         return len(self.keys)
+
+    @property
+    def credit_keys(self) -> list[str]:
+        """The idempotency keys of the credits, in the order the rows name them (``credit``)."""
+        return [] if self.post is None else [e.idempotency_key for e in self.post.entries]
 
 
 def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
@@ -278,11 +290,13 @@ def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
         event_row["id"] = last[event_row["deposit_id"]] = event_id
     for row in planned:
         row["last_event_id"] = last[row["id"]]
+    own = chain.own_addresses
     return NewDeposits(
         keys=tuple(_key(r) for r in rows), internal=internal, rows=_json(planned),
         events=_json(events), post=ledger.prepare_batch(entries) if entries else None,
         finals=sum(1 for e in events if e["event"] == E.FINALITY_REACHED.value),
-        credited=len(entries))
+        credited=len(entries), own_senders=any(
+            r["from_address"] in own and r["address_kind"] == "deposit" for r in rows))
 
 
 class _Moves:
@@ -412,13 +426,57 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
 def _write_new(uow: UnitOfWork, planned: NewDeposits, now: datetime) -> None:
     """Post the plan's credits at ``now`` and write its deposits with their history. A credit
     that the ledger refuses raises: a deposit credit that the ledger refuses is a bug."""
-    txids: list[int] = []
     if planned.post is not None:
-        for outcome in ledger.post_prepared(uow, planned.post, effective_at=now):
-            if outcome.error is not None:
-                raise outcome.error  # A refused deposit posting is a bug: stop loudly.
-            assert outcome.transaction_id is not None
-            txids.append(outcome.transaction_id)
+        _check_posted(ledger.post_prepared(uow, planned.post, effective_at=now))
     if planned.count:
-        repo.insert_with_history(uow.conn, planned.rows, planned.events, txids=txids,
-                                 observed_at=now)
+        repo.insert_with_history(uow.conn, planned.rows, planned.events,
+                                 credit_keys=planned.credit_keys, observed_at=now).close()
+
+
+def _check_posted(outcomes: Sequence[ledger.BatchOutcome]) -> None:
+    for outcome in outcomes:
+        if outcome.error is not None:
+            raise outcome.error  # A refused deposit posting is a bug: stop loudly.
+
+
+class PlanStale(Exception):
+    """What a plan assumed no longer holds (a deposit exists, the cursor moved, an own address
+    sent one): the transaction is rolled back and the scan recorded by ``record_scan_final``."""
+
+
+def record_planned(uow: UnitOfWork, chain: ChainConfig, planned: NewDeposits,
+                   headers: Sequence[Any], *, cursor: Sequence[tuple[int, str]],
+                   now: datetime) -> tuple[int, int, int]:
+    """``record_scan_final`` of a scan whose deposits are all new, as planned ahead: the plan's
+    credits, its deposits with their history and the cursor advanced over ``headers`` (from
+    ``cursor``, read before the transaction), sent in one pipeline (one round trip, and one
+    more for the COMMIT). The database checks what the plan assumed as it writes: a deposit
+    that exists fails the insert (unique key), a cursor that moved since ``cursor`` was read
+    is not replaced; either raises :class:`PlanStale` (roll back, then ``record_scan_final``).
+    A refused credit raises its error, as there. Returns what ``record_scan_final`` returns."""
+    if planned.own_senders:
+        raise PlanStale("a deposit was sent from one of our own addresses")
+    advanced = list(advance_cursor_over(cursor, [(h.number, h.hash) for h in headers],
+                                        keep=chain.cursor_keep)) if headers else list(cursor)
+    try:
+        with driver_pipeline(uow.conn):
+            sent = ledger.send_prepared(uow, planned.post, effective_at=now) \
+                if planned.post is not None else None
+            if planned.count:
+                inserted = repo.insert_with_history(
+                    uow.conn, planned.rows, planned.events, credit_keys=planned.credit_keys,
+                    observed_at=now)
+            swapped = repo.swap_cursor(uow.conn, chain.name, cursor, advanced)
+    except sa_exc.IntegrityError as exc:
+        if sqlstate(exc) == UNIQUE_VIOLATION:
+            raise PlanStale(f"a deposit of the plan exists: {exc.orig}") from exc
+        raise
+    if planned.count:
+        inserted.close()
+    if sent is not None:
+        _check_posted(sent.outcomes())
+    moved = swapped.rowcount
+    swapped.close()
+    if moved != 1:
+        raise PlanStale("the cursor moved since it was read")
+    return planned.count, planned.finals, planned.credited

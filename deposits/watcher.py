@@ -288,12 +288,27 @@ class Watcher:
         # The accounts of the credits were opened when they were planned (``_fetch``).
         credits = scans.ScanCredits(fetched.attested, self.accounts) if fetched.attested \
             else None
-        report.new_deposits, report.finals, credited = run_in_transaction(
-            self.engine, lambda uow: scans.record_scan_final(
-                uow, self.config, self.chain, result.headers, result.observations,
-                result.users, head_block=head, finality=finality, now=now, credits=credits,
-                planned=fetched.planned))
+        report.new_deposits, report.finals, credited = self._record(
+            fetched, cursor, finality, credits, now)
         report.credited += credited
+
+    def _record(self, fetched: _Fetched, cursor: list[tuple[int, str]],
+                finality: scans.ScanFinality, credits: scans.ScanCredits | None,
+                now: datetime) -> tuple[int, int, int]:
+        """Record a scan in one transaction: its plan as it is, in one pipeline, if what the
+        plan assumed holds (``scans.record_planned``), else ``scans.record_scan_final``."""
+        result, planned = fetched.result, fetched.planned
+        assert result is not None
+        if planned is not None:
+            try:
+                return run_in_transaction(self.engine, lambda uow: scans.record_planned(
+                    uow, self.chain, planned, result.headers, cursor=cursor, now=now))
+            except scans.PlanStale as stale:
+                log.info("%s: %s; recording the scan again", self.chain.name, stale)
+        return run_in_transaction(self.engine, lambda uow: scans.record_scan_final(
+            uow, self.config, self.chain, result.headers, result.observations, result.users,
+            head_block=fetched.heads[0], finality=finality, now=now, credits=credits,
+            planned=planned))
 
     def _fetch(self, rpc: RpcClient, tip: tuple[int, str] | None) -> _Fetched:
         """Read and plan the range above ``tip`` on the step's own thread."""

@@ -19,6 +19,7 @@ from typing import TypeVar
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
+from config.database import DriverResult
 from config.uow import (
     RECONNECT_S,
     UnitOfWork,
@@ -227,20 +228,44 @@ def prepare_batch(entries: Sequence[Entry]) -> PreparedBatch:
     return repo.prepare(entries, metadata)
 
 
+@dataclass(frozen=True)
+class PendingPost:
+    """A prepared batch sent (:func:`send_prepared`), its verdicts not read yet."""
+
+    prepared: PreparedBatch
+    sent: DriverResult
+
+    def outcomes(self) -> list[BatchOutcome]:
+        """The verdict of each entry, as ``post_batch`` gives them."""
+        results = repo.prepared_results(self.sent, self.prepared)
+        outcomes = [_outcome(e.idempotency_key, status, txid)
+                    for e, (status, txid) in zip(self.prepared.entries, results, strict=True)]
+        _log_posted(self.prepared.entries, outcomes, committed=False)
+        return outcomes
+
+
+def send_prepared(uow: UnitOfWork, prepared: PreparedBatch, *,
+                  effective_at: datetime) -> PendingPost:
+    """Send a prepared batch, every entry effective at ``effective_at``; its verdicts are read
+    later (``PendingPost.outcomes``). Inside a ``config.database.driver_pipeline`` block the
+    call is queued with the statements that follow it in the same transaction, which may read
+    what it writes (its transactions, by idempotency key): the caller reads the verdicts
+    before it commits, and rolls back unless every entry was posted or replayed."""
+    if effective_at.tzinfo is None or effective_at.utcoffset() is None:
+        raise EntryInvalid("effective_at must carry a time zone")
+    return PendingPost(prepared, repo.send_prepared(uow.conn, prepared, effective_at))
+
+
 def post_prepared(uow: UnitOfWork, prepared: PreparedBatch, *,
                   effective_at: datetime) -> list[BatchOutcome]:
     """:func:`post_batch` of a prepared batch, every entry effective at ``effective_at``:
     the same verdicts, transactions and fingerprints as ``post_batch`` of the same entries
     with that effective time."""
-    if effective_at.tzinfo is None or effective_at.utcoffset() is None:
-        raise EntryInvalid("effective_at must carry a time zone")
     if not prepared.entries:
+        if effective_at.tzinfo is None or effective_at.utcoffset() is None:
+            raise EntryInvalid("effective_at must carry a time zone")
         return []
-    results = repo.post_prepared(uow.conn, prepared, effective_at)
-    outcomes = [_outcome(e.idempotency_key, status, txid)
-                for e, (status, txid) in zip(prepared.entries, results, strict=True)]
-    _log_posted(prepared.entries, outcomes, committed=False)
-    return outcomes
+    return send_prepared(uow, prepared, effective_at=effective_at).outcomes()
 
 
 def _post_batch_on(conn: Connection, entries: Sequence[Entry]) -> list[BatchOutcome]:

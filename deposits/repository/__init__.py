@@ -37,7 +37,7 @@ from deposits.repository.cases import (
     lock_case,
 )
 from deposits.repository.common import Key
-from deposits.repository.cursors import get_cursor, lock_chain, save_cursor
+from deposits.repository.cursors import get_cursor, lock_chain, save_cursor, swap_cursor
 from deposits.repository.deposits import (
     DepositRecord,
     EventRecord,
@@ -129,6 +129,7 @@ __all__ = [
     "open_accounts",
     "pending_incoming",
     "save_cursor",
+    "swap_cursor",
     "user_has_address",
     "users_of_addresses",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from config.database import KEEP_LOCK_IDLE
+from config.database import KEEP_LOCK_IDLE, DriverResult, driver_send
 from deposits.repository.common import _json
 
 
@@ -36,3 +36,19 @@ def save_cursor(conn: Connection, chain: str, recent: Sequence[tuple[int, str]])
                 "ON CONFLICT (chain) DO UPDATE SET recent = EXCLUDED.recent, updated_at = now()"),
         {"c": chain, "r": _json([[h, x] for h, x in recent])},
     )
+
+
+def swap_cursor(conn: Connection, chain: str, old: Sequence[tuple[int, str]],
+                new: Sequence[tuple[int, str]]) -> DriverResult:
+    """Store ``new`` as the cursor of ``chain`` if it still is ``old`` (empty: there is none
+    yet): one row written if so (``DriverResult.rowcount``), none if another step moved it
+    since ``old`` was read. Sent with ``driver_send`` (it may be queued in a pipeline)."""
+    params = {"c": chain, "o": _json([[h, x] for h, x in old]),
+              "r": _json([[h, x] for h, x in new])}
+    if not old:
+        return driver_send(conn, "INSERT INTO watcher_cursors (chain, recent) "
+                                 "VALUES (%(c)s, CAST(%(r)s AS jsonb)) ON CONFLICT DO NOTHING",
+                           params)
+    return driver_send(conn, "UPDATE watcher_cursors SET recent = CAST(%(r)s AS jsonb), "
+                             "updated_at = now() WHERE chain = %(c)s "
+                             "AND recent = CAST(%(o)s AS jsonb)", params)

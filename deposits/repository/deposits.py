@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from config.database import driver_rows
+from config.database import DriverResult, driver_rows, driver_send
 from deposits.repository.common import Key, _int, _json
 
 _DEPOSIT_COLUMNS = (
@@ -195,51 +195,60 @@ def reserve_ids(conn: Connection, deposits: int, events: int) -> tuple[list[int]
     return sorted(row.d), sorted(row.e)
 
 
-def insert_with_history(conn: Connection, rows: str, events: str, *, txids: Sequence[int],
-                        observed_at: datetime) -> None:
+def insert_with_history(conn: Connection, rows: str, events: str, *,
+                        credit_keys: Sequence[str], observed_at: datetime) -> DriverResult:
     """Insert new deposits already in the state their history leaves them in, and that history,
     in one statement: no row is written twice.
 
     ``rows``: the JSON array of the new deposits under ids from :func:`reserve_ids` (``id``),
     with their current state, block, confirmations and ``last_event_id`` (the id of the last of
     their ``events``). ``events``: the JSON array of their history rows, each with its reserved
-    ``id`` (ascending in history order). A row or history row that names a ledger transaction
-    by its place in ``txids`` (``credit``, from 1) gets that transaction; every history row is
-    observed at ``observed_at``. What ``append_events`` writes for existing deposits, written
-    for new ones without the update.
+    ``id`` (ascending in history order). A row or history row that names a credit by its place
+    in ``credit_keys`` (``credit``, from 1) gets the ledger transaction stored under that
+    idempotency key, written earlier in the same transaction; every history row is observed at
+    ``observed_at``. What ``append_events`` writes for existing deposits, written for new ones
+    without the update. Sent with ``driver_send`` (it may be queued in a pipeline after the
+    post that writes those transactions); a deposit that exists already fails it (23505).
     """
-    conn.execute(
-        sa.text(
-            "WITH d AS (INSERT INTO deposits (id, chain, tx_hash, position, token, "
-            "  from_address, to_address, value, tx_from, tx_nonce, user_id, asset_code, "
-            "  amount_minor, booking, booking_reason, state, block_number, block_hash, "
-            "  confirmations, last_event_id, ledger_transaction_id, address_kind) "
-            " SELECT x.id, x.chain, x.tx_hash, x.position, x.token, x.from_address, "
-            "  x.to_address, CAST(x.value AS numeric), x.tx_from, x.tx_nonce, x.user_id, "
-            "  x.asset_code, CAST(x.amount_minor AS numeric), x.booking, x.booking_reason, "
-            "  x.state, x.block_number, x.block_hash, x.confirmations, x.last_event_id, "
-            "  (CAST(:t AS bigint[]))[x.credit], coalesce(x.address_kind, 'deposit') "
-            " FROM jsonb_to_recordset(CAST(:j AS jsonb)) AS x(id bigint, chain text, "
-            "  tx_hash text, position text, token text, from_address text, to_address text, "
-            "  value text, tx_from text, tx_nonce bigint, user_id text, asset_code text, "
-            "  amount_minor text, booking text, booking_reason text, state text, "
-            "  block_number bigint, block_hash text, confirmations int, last_event_id bigint, "
-            "  credit int, address_kind text) "
-            " RETURNING id) "
-            "INSERT INTO deposit_events (id, deposit_id, chain, tx_hash, position, event, "
-            " state, block_number, block_hash, confirmations, rule, evidence, reason, "
-            " ledger_transaction_id, inbox_event_id, observed_at) "
-            "SELECT x.id, x.deposit_id, x.chain, x.tx_hash, x.position, x.event, x.state, "
-            " x.block_number, x.block_hash, x.confirmations, x.rule, "
-            " coalesce(x.evidence, '{}'::jsonb), x.reason, (CAST(:t AS bigint[]))[x.credit], "
-            " x.inbox_event_id, CAST(:at AS timestamptz) "
-            "FROM jsonb_to_recordset(CAST(:e AS jsonb)) AS x(id bigint, deposit_id bigint, "
-            " chain text, tx_hash text, position text, event text, state text, "
-            " block_number bigint, block_hash text, confirmations int, rule text, "
-            " evidence jsonb, reason text, credit int, inbox_event_id text) ORDER BY x.id"
-        ),
-        {"j": rows, "e": events, "t": list(txids), "at": observed_at},
-    )
+    return driver_send(conn, _INSERT_WITH_HISTORY_SQL, {
+        "j": rows, "e": events, "k": list(credit_keys), "at": observed_at})
+
+
+_INSERT_WITH_HISTORY_SQL = (
+    "WITH k AS MATERIALIZED (SELECT k.n, t.id FROM unnest(CAST(%(k)s AS text[])) "
+    "  WITH ORDINALITY AS k(key, n) "
+    "  JOIN LATERAL (SELECT t.id FROM ledger_transactions t WHERE t.idempotency_key = k.key "
+    "  OFFSET 0) t ON true), "
+    "d AS (INSERT INTO deposits (id, chain, tx_hash, position, token, "
+    "  from_address, to_address, value, tx_from, tx_nonce, user_id, asset_code, "
+    "  amount_minor, booking, booking_reason, state, block_number, block_hash, "
+    "  confirmations, last_event_id, ledger_transaction_id, address_kind) "
+    " SELECT x.id, x.chain, x.tx_hash, x.position, x.token, x.from_address, "
+    "  x.to_address, CAST(x.value AS numeric), x.tx_from, x.tx_nonce, x.user_id, "
+    "  x.asset_code, CAST(x.amount_minor AS numeric), x.booking, x.booking_reason, "
+    "  x.state, x.block_number, x.block_hash, x.confirmations, x.last_event_id, "
+    "  k.id, coalesce(x.address_kind, 'deposit') "
+    " FROM jsonb_to_recordset(CAST(%(j)s AS jsonb)) AS x(id bigint, chain text, "
+    "  tx_hash text, position text, token text, from_address text, to_address text, "
+    "  value text, tx_from text, tx_nonce bigint, user_id text, asset_code text, "
+    "  amount_minor text, booking text, booking_reason text, state text, "
+    "  block_number bigint, block_hash text, confirmations int, last_event_id bigint, "
+    "  credit int, address_kind text) "
+    " LEFT JOIN k ON k.n = x.credit "
+    " RETURNING id) "
+    "INSERT INTO deposit_events (id, deposit_id, chain, tx_hash, position, event, "
+    " state, block_number, block_hash, confirmations, rule, evidence, reason, "
+    " ledger_transaction_id, inbox_event_id, observed_at) "
+    "SELECT x.id, x.deposit_id, x.chain, x.tx_hash, x.position, x.event, x.state, "
+    " x.block_number, x.block_hash, x.confirmations, x.rule, "
+    " coalesce(x.evidence, '{}'::jsonb), x.reason, k.id, "
+    " x.inbox_event_id, CAST(%(at)s AS timestamptz) "
+    "FROM jsonb_to_recordset(CAST(%(e)s AS jsonb)) AS x(id bigint, deposit_id bigint, "
+    " chain text, tx_hash text, position text, event text, state text, "
+    " block_number bigint, block_hash text, confirmations int, rule text, "
+    " evidence jsonb, reason text, credit int, inbox_event_id text) "
+    "LEFT JOIN k ON k.n = x.credit ORDER BY x.id"
+)
 
 
 def append_events(conn: Connection, events: Sequence[Mapping[str, Any]],

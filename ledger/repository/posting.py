@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
-from config.database import driver_rows
+from config.database import DriverResult, driver_rows, driver_send
 from config.uow import UNREPLICATED, unreplicated_commit_in_doubt
 from ledger.model import Entry, fingerprint, fingerprint_at, fingerprint_tail
 
@@ -169,15 +169,21 @@ def prepare(entries: Sequence[Entry], metadata: Sequence[str]) -> PreparedPost:
     return PreparedPost(tuple(entries), tuple(params), tails)
 
 
-def post_prepared(conn: Connection, prepared: PreparedPost,
-                  effective_at: datetime) -> list[tuple[str, int | None]]:
-    """``post_batch`` of the prepared entries, every one effective at ``effective_at``."""
+def send_prepared(conn: Connection, prepared: PreparedPost,
+                  effective_at: datetime) -> DriverResult:
+    """Send the ``ledger_post_arrays`` call of the prepared entries, every one effective at
+    ``effective_at`` (in a ``config.database.driver_pipeline`` block, queued with the
+    statements around it); :func:`prepared_results` reads its verdicts."""
     params = list(prepared.params)
     params[_FINGERPRINTS] = "{" + ",".join(
         fingerprint_at(tail, effective_at) for tail in prepared.tails) + "}"
     params[_EFFECTIVE] = _time_array([effective_at] * len(prepared.tails))
-    rows = driver_rows(conn, _POST_SQL, tuple(params))
-    return _post_batch_rows(rows, len(prepared.tails))
+    return driver_send(conn, _POST_SQL, tuple(params))
+
+
+def prepared_results(sent: DriverResult, prepared: PreparedPost) -> list[tuple[str, int | None]]:
+    """(status, transaction id) per prepared entry, in order."""
+    return _post_batch_rows(sent.rows(), len(prepared.tails))
 
 
 def _post_batch_rows(rows: Sequence[Any], count: int) -> list[tuple[str, int | None]]:

@@ -4,9 +4,10 @@ plans again when what the plan assumed no longer holds (a real database, no node
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -212,3 +213,74 @@ class TestRecordWithAPlan:
         planned_ids = {r["id"] for r in json.loads(planned.rows)}
         assert not planned_ids & {r[0] for r in written if r[1] != f"0x{1:064x}"}
         assert verify(engine).ok
+
+
+def _cursor(engine: Engine) -> list[tuple[int, str]]:
+    with UnitOfWork(engine) as uow:
+        return repo.get_cursor(uow.conn, CHAIN.name)
+
+
+class TestRecordPlanned:
+    """The pipelined path: the plan's writes and the cursor in one round trip, the database
+    checking what the plan assumed."""
+
+    def test_writes_what_record_scan_final_writes(self, engine: Engine) -> None:
+        _assign(engine)
+        accounts = service.AccountCache()
+        planned = _plan_ahead(engine, accounts)
+        with UnitOfWork(engine) as uow:
+            counts = scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[], now=NOW)
+            uow.commit()
+        assert counts == (5, 3, 1)
+        written = _written(engine)
+        assert [r[2] for r in written] == ["credited", "ignored", "included", "final", "final"]
+        [credited] = [r for r in written if r[2] == "credited"]
+        assert credited[3] is not None  # named by its idempotency key, in the same pipeline
+        assert _cursor(engine)[-1] == (HEAD, HEADERS[-1].hash)
+        assert verify(engine).ok
+
+    def test_a_deposit_that_exists_makes_it_stale_and_nothing_is_written(
+            self, engine: Engine) -> None:
+        _assign(engine)
+        accounts = service.AccountCache()
+        planned = _plan_ahead(engine, accounts)
+        with UnitOfWork(engine) as uow:
+            scans.record_scan(uow, CONFIG, CHAIN, [], OBSERVED[3:4], ADDRESSES, head_block=HEAD,
+                              now=NOW)
+            uow.commit()
+        before = _written(engine)
+        with pytest.raises(scans.PlanStale, match="exists"), UnitOfWork(engine) as uow:
+            scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[], now=NOW)
+        assert _written(engine) == before
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM ledger_transactions")).scalar() \
+                == 0
+        # The transaction that follows records the scan with what exists.
+        assert _record(engine, accounts, planned)[0] == 4
+        assert len(_written(engine)) == 5 and verify(engine).ok
+
+    def test_a_cursor_moved_since_it_was_read_makes_it_stale(self, engine: Engine) -> None:
+        _assign(engine)
+        planned = _plan_ahead(engine, service.AccountCache())
+        with UnitOfWork(engine) as uow:
+            repo.save_cursor(uow.conn, CHAIN.name, [(9, HEADERS[0].parent_hash)])
+            uow.commit()
+        with pytest.raises(scans.PlanStale, match="cursor"), UnitOfWork(engine) as uow:
+            scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[], now=NOW)
+        assert _written(engine) == []
+        assert _cursor(engine) == [(9, HEADERS[0].parent_hash)]
+
+    def test_a_refused_credit_raises_and_nothing_is_written(self, engine: Engine) -> None:
+        from ledger import service as ledger_service
+        from ledger.errors import PeriodClosed
+
+        _assign(engine)
+        planned = _plan_ahead(engine, service.AccountCache())
+        closed_until = datetime(2026, 6, 1, tzinfo=UTC)
+        with UnitOfWork(engine) as uow:  # A period closes after the step's time.
+            ledger_service.close_period(uow, closed_until, closed_by="test")
+            uow.commit()
+        with pytest.raises(PeriodClosed), UnitOfWork(engine) as uow:
+            scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[],
+                                 now=closed_until - timedelta(days=1))
+        assert _written(engine) == [] and _cursor(engine) == []
