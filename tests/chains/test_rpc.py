@@ -278,3 +278,82 @@ class TestFailures:
             client.get_logs(0, "latest")
         with pytest.raises(ChainError):
             client.get_block_receipts([0])
+
+
+class Recorder:
+    """An HTTP server answering every JSON-RPC call with the result ``0x7``, recording
+    each request's target (a proxy receives the absolute URL) and headers."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, str]]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                import json
+
+                calls = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                recorder.seen.append((self.path, dict(self.headers)))
+                answers = [{"jsonrpc": "2.0", "id": c["id"], "result": "0x7"}
+                           for c in (calls if isinstance(calls, list) else [calls])]
+                answer = json.dumps(answers if isinstance(calls, list) else answers[0]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    r = Recorder()
+    yield r
+    r.close()
+
+
+class TestTransport:
+    def test_credentials_in_the_url_go_as_basic_authentication(self, recorder: Recorder,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+        import base64
+
+        monkeypatch.delenv("HTTP_PROXY", raising=False)
+        monkeypatch.delenv("http_proxy", raising=False)
+        url = f"http://us%40er:p%3Ass@127.0.0.1:{recorder.port}/v3/key?x=1"
+        with RpcClient(url, rpc_timeout_ms=2_000, retries_max=0) as client:
+            assert client.block_number() == 7
+        [(target, headers)] = recorder.seen
+        assert target == "/v3/key?x=1"  # no credentials in the request line
+        assert headers["Authorization"] == "Basic " + base64.b64encode(b"us@er:p:ss").decode()
+        assert headers["Content-Type"] == "application/json"
+        assert "gzip" in headers["Accept-Encoding"]
+
+    def test_the_environments_proxy_is_used_unless_the_host_is_excluded(
+            self, recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+        # The recorder plays the proxy: a proxied request names the whole URL.
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{recorder.port}")
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{recorder.port}")
+        monkeypatch.setenv("NO_PROXY", "excluded.invalid")
+        monkeypatch.setenv("no_proxy", "excluded.invalid")
+        with RpcClient("http://node.example.invalid:8545/rpc", rpc_timeout_ms=2_000,
+                       retries_max=0) as client:
+            assert client.block_number() == 7
+        assert recorder.seen[0][0] == "http://node.example.invalid:8545/rpc"
+        with pytest.raises(RpcUnavailable), RpcClient(
+                "http://excluded.invalid:8545/rpc", rpc_timeout_ms=500, retries_max=0) as client:
+            client.block_number()  # not proxied: the name does not resolve
+        assert len(recorder.seen) == 1
