@@ -93,8 +93,11 @@ class UnitOfWork:
         return self
 
     def commit(self) -> None:
-        """Commit the transaction; the unit of work is finished afterwards.
-        :class:`CommitInDoubt` when the connection is lost before COMMIT's answer."""
+        """Commit the transaction; the unit of work is finished afterwards (committing it
+        again does nothing). :class:`CommitInDoubt` when the connection is lost before
+        COMMIT's answer."""
+        if self._committed:
+            return
         info = self.conn.connection.info
         info.pop(UNREPLICATED, None)
         try:

@@ -45,6 +45,14 @@ class WatcherBusy(DepositError):
     retryable = True
 
 
+class CursorMoved(DepositError):
+    """The watcher's cursor is not where the step's scan started (another process stepped
+    between this watcher's steps): nothing was written; the next step reads it again."""
+
+    code = "cursor_moved"
+    retryable = True
+
+
 class NotificationInvalid(DepositError):
     """A custody provider notification is malformed or reuses an event id with other data."""
 

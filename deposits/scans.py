@@ -38,11 +38,13 @@ from chains.model import (
     evaluate_deposit_finality,
 )
 from config.chains import ChainConfig, ChainsConfig
-from config.database import driver_pipeline
-from config.uow import UnitOfWork, sqlstate
+from config.database import driver_pipeline, driver_send
+from config.errors import CommitInDoubt
+from config.uow import UnitOfWork, is_connection_lost, sqlstate
 from deposits import model
 from deposits import repository as repo
 from deposits.attestors import Attestation, Verdict
+from deposits.errors import CursorMoved
 from deposits.model import Booking, DepositEvent, DepositState
 from deposits.repository import DepositRecord, Key
 from deposits.scanner import Observation
@@ -55,7 +57,6 @@ E, S = DepositEvent, DepositState
 #: History rows a new deposit can get in the scan that finds it: seen (or ignored), final,
 #: credited. Ids are reserved for that many (``repo.reserve_ids``).
 EVENTS_PER_NEW_DEPOSIT = 3
-UNIQUE_VIOLATION = "23505"
 
 
 @dataclass(frozen=True)
@@ -391,6 +392,10 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
     the locks, else the deposits are planned again here. Returns (new deposits, deposits that
     reached finality, deposits credited or booked to suspense)."""
     cursor = repo.get_cursor(uow.conn, chain.name, for_update=True)
+    if cursor and headers and headers[0].parent_hash != cursor[-1][1]:
+        # The scan read on from another tip (one the watcher remembered): write nothing.
+        raise CursorMoved(f"{chain.name}: the cursor's tip is {cursor[-1]}, the scan started "
+                          f"on {headers[0].parent_hash} below block {headers[0].number}")
     keys = [key_of(chain, o) for o in observations]
     existing = repo.lock_deposits(uow.conn, keys)
     internal = internal_keys(uow, chain, observations)
@@ -418,19 +423,31 @@ def record_scan_final(uow: UnitOfWork, config: ChainsConfig, chain: ChainConfig,
     _write_new(uow, planned, now)
     batch.write(uow)
     if headers:
-        repo.save_cursor(uow.conn, chain.name, list(advance_cursor_over(
-            cursor, [(h.number, h.hash) for h in headers], keep=chain.cursor_keep)))
+        repo.save_cursor(uow.conn, chain.name, cursor_after(chain, cursor, headers))
     return planned.count, planned.finals, planned.credited
+
+
+def cursor_after(chain: ChainConfig, cursor: Sequence[tuple[int, str]],
+                 headers: Sequence[Any]) -> list[tuple[int, str]]:
+    """The cursor once a scan's ``headers`` are recorded over ``cursor``."""
+    if not headers:
+        return list(cursor)
+    return list(advance_cursor_over(cursor, [(h.number, h.hash) for h in headers],
+                                    keep=chain.cursor_keep))
 
 
 def _write_new(uow: UnitOfWork, planned: NewDeposits, now: datetime) -> None:
     """Post the plan's credits at ``now`` and write its deposits with their history. A credit
     that the ledger refuses raises: a deposit credit that the ledger refuses is a bug."""
+    fingerprints: list[str] = []
     if planned.post is not None:
-        _check_posted(ledger.post_prepared(uow, planned.post, effective_at=now))
+        sent = ledger.send_prepared(uow, planned.post, effective_at=now)
+        _check_posted(sent.outcomes())
+        fingerprints = sent.fingerprints
     if planned.count:
         repo.insert_with_history(uow.conn, planned.rows, planned.events,
-                                 credit_keys=planned.credit_keys, observed_at=now).close()
+                                 credit_keys=planned.credit_keys,
+                                 credit_fingerprints=fingerprints, observed_at=now).close()
 
 
 def _check_posted(outcomes: Sequence[ledger.BatchOutcome]) -> None:
@@ -441,42 +458,66 @@ def _check_posted(outcomes: Sequence[ledger.BatchOutcome]) -> None:
 
 class PlanStale(Exception):
     """What a plan assumed no longer holds (a deposit exists, the cursor moved, an own address
-    sent one): the transaction is rolled back and the scan recorded by ``record_scan_final``."""
+    sent one): the transaction was rolled back; record the scan with ``record_scan_final``."""
+
+
+#: SQLSTATEs of what ``record_planned``'s statements refuse: a deposit that exists (the unique
+#: key), a credit the ledger did not write as planned (``deposits_posted_check``).
+UNIQUE_VIOLATION, CHECK_VIOLATION = "23505", "23514"
 
 
 def record_planned(uow: UnitOfWork, chain: ChainConfig, planned: NewDeposits,
                    headers: Sequence[Any], *, cursor: Sequence[tuple[int, str]],
                    now: datetime) -> tuple[int, int, int]:
-    """``record_scan_final`` of a scan whose deposits are all new, as planned ahead: the plan's
-    credits, its deposits with their history and the cursor advanced over ``headers`` (from
-    ``cursor``, read before the transaction), sent in one pipeline (one round trip, and one
-    more for the COMMIT). The database checks what the plan assumed as it writes: a deposit
-    that exists fails the insert (unique key), a cursor that moved since ``cursor`` was read
-    is not replaced; either raises :class:`PlanStale` (roll back, then ``record_scan_final``).
-    A refused credit raises its error, as there. Returns what ``record_scan_final`` returns."""
+    """Record, and commit, a scan whose deposits are all new, as planned ahead: the plan's
+    credits, its deposits with their history, the cursor advanced over ``headers`` from
+    ``cursor`` (read before the transaction) and the COMMIT, sent in one pipeline: one round
+    trip. The database checks what the plan assumed as it writes, so that the COMMIT only
+    happens if it all holds: a deposit that exists fails the insert (its unique key), a credit
+    the ledger refused or took as a replay of another request leaves its deposit without its
+    transaction (``deposits_posted_check``), a cursor moved since ``cursor`` was read is not
+    replaced (``watcher_cursor_swap``). Those (a credit taken as another request's replay
+    being one written by another step from a plan of its own) and an own address among the
+    senders raise :class:`PlanStale` (the transaction is rolled back: record the scan with
+    ``record_scan_final``, which finds what exists); a credit the ledger refused raises its
+    error. Returns what
+    ``record_scan_final`` returns, once committed."""
     if planned.own_senders:
         raise PlanStale("a deposit was sent from one of our own addresses")
-    advanced = list(advance_cursor_over(cursor, [(h.number, h.hash) for h in headers],
-                                        keep=chain.cursor_keep)) if headers else list(cursor)
+    advanced = cursor_after(chain, cursor, headers)
+    sent: ledger.PendingPost | None = None
     try:
         with driver_pipeline(uow.conn):
-            sent = ledger.send_prepared(uow, planned.post, effective_at=now) \
-                if planned.post is not None else None
-            if planned.count:
-                inserted = repo.insert_with_history(
-                    uow.conn, planned.rows, planned.events, credit_keys=planned.credit_keys,
-                    observed_at=now)
-            swapped = repo.swap_cursor(uow.conn, chain.name, cursor, advanced)
-    except sa_exc.IntegrityError as exc:
-        if sqlstate(exc) == UNIQUE_VIOLATION:
+            if planned.post is not None:
+                sent = ledger.send_prepared(uow, planned.post, effective_at=now)
+            results = [repo.insert_with_history(
+                uow.conn, planned.rows, planned.events, credit_keys=planned.credit_keys,
+                credit_fingerprints=sent.fingerprints if sent is not None else [],
+                observed_at=now)] if planned.count else []
+            results.append(repo.swap_cursor(uow.conn, chain.name, cursor, advanced))
+            # COMMIT as a statement of the pipeline (psycopg's commit() inside one would not
+            # send the statements still buffered first); the unit of work then knows.
+            results.append(driver_send(uow.conn, "COMMIT", None))
+    except sa_exc.DBAPIError as exc:
+        if is_connection_lost(exc):
+            raise CommitInDoubt(f"the connection was lost in the pipeline that held the "
+                                f"COMMIT ({exc.orig}): it may or may not have committed") from exc
+        code = sqlstate(exc)
+        if code == CHECK_VIOLATION and sent is not None:
+            outcomes = sent.outcomes()
+            if any(o.status == "conflict" for o in outcomes):
+                # Another step credited these deposits under other ids since this plan was
+                # made (a stale plan, not a bug): record_scan_final sees them and plans again.
+                raise PlanStale("a credit of the plan was written by another step") from exc
+            _check_posted(outcomes)  # the credit the ledger refused, if it was one
+        if code == UNIQUE_VIOLATION:
             raise PlanStale(f"a deposit of the plan exists: {exc.orig}") from exc
+        if code == repo.CURSOR_MOVED:
+            raise PlanStale("the cursor moved since it was read") from exc
         raise
-    if planned.count:
-        inserted.close()
+    for result in results:
+        result.close()
+    uow.commit()  # Nothing left to send: the unit of work records the pipeline's COMMIT.
     if sent is not None:
-        _check_posted(sent.outcomes())
-    moved = swapped.rowcount
-    swapped.close()
-    if moved != 1:
-        raise PlanStale("the cursor moved since it was read")
+        _check_posted(sent.outcomes())  # all posted or replayed (else nothing was committed)
     return planned.count, planned.finals, planned.credited

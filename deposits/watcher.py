@@ -108,6 +108,9 @@ class StepReport:
 
 #: A range read ahead is used only if the step that wants it starts within this many seconds.
 AHEAD_AGE_MAX_S = 10.0
+#: Included deposits a step brings forward, unconfirmed ones it checks for failure, at most.
+PROGRESS_MAX = 50_000
+FAILURES_MAX = 10_000
 #: Ranges read and planned ahead of the one being written, at most (memory: a few ranges of
 #: ``scan_blocks_max`` blocks, whatever the backlog).
 READ_AHEAD_DEPTH = 2
@@ -183,6 +186,8 @@ class Watcher:
                                            thread_name_prefix=f"plan-{self.chain.name}")
         self._ahead_rpc = rpc_for(self.rpc.url, self.chain)
         self._ahead: ReadAhead[_Read, _Fetched] | None = None
+        #: The cursor this watcher's last step wrote (None: read it).
+        self._cursor: list[tuple[int, str]] | None = None
         self._pool_settle = ThreadPoolExecutor(max_workers=1,
                                                thread_name_prefix=f"settle-{self.chain.name}")
         #: The last step did not reach the head: the next one settles while it scans.
@@ -230,8 +235,12 @@ class Watcher:
         """The phases before settling: scan (or rewind), progress, failures, provider."""
         self._scan(report, now)
         if report.rewound_to is None:
-            self._progress(report, now)
-            self._failures(report, now)
+            # The deposits both phases work on, in one read (a catch-up step meets none).
+            waiting = self._read(lambda uow: repo.deposits_waiting(
+                uow.conn, self.chain.name,
+                {S.INCLUDED: PROGRESS_MAX, S.UNCONFIRMED: FAILURES_MAX}))
+            self._progress(report, now, [d for d in waiting if d.state == S.INCLUDED])
+            self._failures(report, now, [d for d in waiting if d.state == S.UNCONFIRMED])
             if self.chain.attestor == "provider":
                 report.held_early = run_in_transaction(
                     self.engine,
@@ -259,7 +268,12 @@ class Watcher:
             return fn(uow)
 
     def _scan(self, report: StepReport, now: datetime) -> None:
-        cursor = self._read(lambda uow: repo.get_cursor(uow.conn, self.chain.name))
+        # The cursor this watcher wrote last, if its last step ended with that write: no read
+        # (record_planned swaps it only if it is still that one; record_scan_final checks that
+        # a scan starts on the tip it locks). Any other end of a step forgets it.
+        known, self._cursor = self._cursor, None
+        cursor = known if known is not None else self._read(
+            lambda uow: repo.get_cursor(uow.conn, self.chain.name))
         tip = cursor[-1] if cursor else None
         fetched = self._take_ahead(tip) or self._fetch(self.rpc, tip)
         head, result = fetched.heads[0], fetched.result
@@ -301,10 +315,13 @@ class Watcher:
         assert result is not None
         if planned is not None:
             try:
-                return run_in_transaction(self.engine, lambda uow: scans.record_planned(
+                counts = run_in_transaction(self.engine, lambda uow: scans.record_planned(
                     uow, self.chain, planned, result.headers, cursor=cursor, now=now))
             except scans.PlanStale as stale:
                 log.info("%s: %s; recording the scan again", self.chain.name, stale)
+            else:
+                self._cursor = scans.cursor_after(self.chain, cursor, result.headers)
+                return counts
         return run_in_transaction(self.engine, lambda uow: scans.record_scan_final(
             uow, self.config, self.chain, result.headers, result.observations, result.users,
             head_block=fetched.heads[0], finality=finality, now=now, credits=credits,
@@ -440,9 +457,9 @@ class Watcher:
             return head, None if finalized is None else finalized.number
         return head, None
 
-    def _progress(self, report: StepReport, now: datetime) -> None:
-        open_ = self._read(lambda uow: repo.deposits_in_states(
-            uow.conn, self.chain.name, [S.INCLUDED], limit=50_000))
+    def _progress(self, report: StepReport, now: datetime,
+                  open_: list[repo.DepositRecord]) -> None:
+        """Confirmations and finality of ``open_``, the included deposits (oldest first)."""
         if not open_:
             return
         head, finalized = self._finality_heads()
@@ -459,10 +476,10 @@ class Watcher:
         head, finalized = self._finality_heads()
         return final_height(self.policy.strictest, head_block=head, finalized_block=finalized)
 
-    def _failures(self, report: StepReport, now: datetime) -> None:
-        waiting = self._read(lambda uow: repo.deposits_in_states(
-            uow.conn, self.chain.name, [S.UNCONFIRMED], limit=10_000))
-        waiting = [d for d in waiting if d.tx_from is not None and d.tx_nonce is not None]
+    def _failures(self, report: StepReport, now: datetime,
+                  unconfirmed: list[repo.DepositRecord]) -> None:
+        """Fail those of ``unconfirmed`` (oldest first) proven gone."""
+        waiting = [d for d in unconfirmed if d.tx_from is not None and d.tx_nonce is not None]
         height = self._final_height() if waiting else None
         if not waiting or height is None:
             return
@@ -470,14 +487,15 @@ class Watcher:
         counts = dict(zip(senders, self.rpc.batch_results(
             [RpcCall("eth_getTransactionCount", [s, to_quantity(height)]) for s in senders]),
             strict=True))
-        consumed = [d for d in waiting if from_quantity(counts[d.tx_from]) > (d.tx_nonce or 0)]
+        consumed = [d for d in waiting
+                    if from_quantity(counts[str(d.tx_from)]) > (d.tx_nonce or 0)]
         if not consumed:
             return
         # Read the receipts AFTER the nonces: if our own transaction consumed the nonce at a
         # final height, its receipt is there and it is not failed (the scan re-includes it).
         receipts = self.rpc.get_receipts([d.tx_hash for d in consumed])
         proofs = {d.key: {"sender": d.tx_from, "nonce": d.tx_nonce, "final_block": height,
-                          "sender_nonce_at_final_block": from_quantity(counts[d.tx_from]),
+                          "sender_nonce_at_final_block": from_quantity(counts[str(d.tx_from)]),
                           "rule": str(self.policy.strictest)}
                   for d, r in zip(consumed, receipts, strict=True) if r is None}
         if proofs:

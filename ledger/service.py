@@ -234,6 +234,8 @@ class PendingPost:
 
     prepared: PreparedBatch
     sent: DriverResult
+    #: The fingerprint of each entry, as stored with the transactions it writes.
+    fingerprints: list[str]
 
     def outcomes(self) -> list[BatchOutcome]:
         """The verdict of each entry, as ``post_batch`` gives them."""
@@ -250,10 +252,12 @@ def send_prepared(uow: UnitOfWork, prepared: PreparedBatch, *,
     later (``PendingPost.outcomes``). Inside a ``config.database.driver_pipeline`` block the
     call is queued with the statements that follow it in the same transaction, which may read
     what it writes (its transactions, by idempotency key): the caller reads the verdicts
-    before it commits, and rolls back unless every entry was posted or replayed."""
+    before it commits, and rolls back unless every entry was posted or replayed (or has the
+    following statements check, by key and fingerprint, that each transaction it expects is
+    there)."""
     if effective_at.tzinfo is None or effective_at.utcoffset() is None:
         raise EntryInvalid("effective_at must carry a time zone")
-    return PendingPost(prepared, repo.send_prepared(uow.conn, prepared, effective_at))
+    return PendingPost(prepared, *repo.send_prepared(uow.conn, prepared, effective_at))
 
 
 def post_prepared(uow: UnitOfWork, prepared: PreparedBatch, *,

@@ -2229,6 +2229,31 @@ $$;
 ALTER FUNCTION public.treasury_funding_matches_check() OWNER TO CURRENT_USER;
 
 --
+-- Name: watcher_cursor_swap(text, jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
+--
+
+CREATE FUNCTION public.watcher_cursor_swap(p_chain text, p_old jsonb, p_new jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF p_old = '[]'::jsonb THEN
+    INSERT INTO watcher_cursors (chain, recent) VALUES (p_chain, p_new)
+    ON CONFLICT (chain) DO NOTHING;
+  ELSE
+    UPDATE watcher_cursors SET recent = p_new, updated_at = now()
+     WHERE chain = p_chain AND recent = p_old;
+  END IF;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'the watcher cursor of % moved since it was read', p_chain
+      USING ERRCODE = 'no_data_found';
+  END IF;
+END
+$$;
+
+
+ALTER FUNCTION public.watcher_cursor_swap(p_chain text, p_old jsonb, p_new jsonb) OWNER TO CURRENT_USER;
+
+--
 -- Name: withdrawal_allowlist_events(); Type: FUNCTION; Schema: public; Owner: CURRENT_USER
 --
 
@@ -6381,6 +6406,14 @@ ALTER TABLE ONLY public.deposits
 
 ALTER TABLE ONLY public.deposits
     ADD CONSTRAINT deposits_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: deposits deposits_posted_check; Type: CHECK CONSTRAINT; Schema: public; Owner: CURRENT_USER
+--
+
+ALTER TABLE public.deposits
+    ADD CONSTRAINT deposits_posted_check CHECK (((state <> ALL (ARRAY['credited'::text, 'suspense'::text, 'capital'::text])) OR (ledger_transaction_id IS NOT NULL))) NOT VALID;
 
 
 --

@@ -37,7 +37,13 @@ from deposits.repository.cases import (
     lock_case,
 )
 from deposits.repository.common import Key
-from deposits.repository.cursors import get_cursor, lock_chain, save_cursor, swap_cursor
+from deposits.repository.cursors import (
+    CURSOR_MOVED,
+    get_cursor,
+    lock_chain,
+    save_cursor,
+    swap_cursor,
+)
 from deposits.repository.deposits import (
     DepositRecord,
     EventRecord,
@@ -48,6 +54,7 @@ from deposits.repository.deposits import (
     deposits_of_transaction,
     deposits_of_user,
     deposits_to_recheck,
+    deposits_waiting,
     events_of,
     finality_evidence,
     insert_deposits,
@@ -77,6 +84,7 @@ from deposits.repository.own import (
 )
 
 __all__ = [
+    "CURSOR_MOVED",
     "AccountRow",
     "CaseRecord",
     "DepositRecord",
@@ -93,6 +101,7 @@ __all__ = [
     "deposit_by_id",
     "deposits_above",
     "deposits_in_states",
+    "deposits_waiting",
     "deposits_of_transaction",
     "deposits_of_user",
     "deposits_to_recheck",

@@ -41,14 +41,14 @@ def save_cursor(conn: Connection, chain: str, recent: Sequence[tuple[int, str]])
 def swap_cursor(conn: Connection, chain: str, old: Sequence[tuple[int, str]],
                 new: Sequence[tuple[int, str]]) -> DriverResult:
     """Store ``new`` as the cursor of ``chain`` if it still is ``old`` (empty: there is none
-    yet): one row written if so (``DriverResult.rowcount``), none if another step moved it
-    since ``old`` was read. Sent with ``driver_send`` (it may be queued in a pipeline)."""
-    params = {"c": chain, "o": _json([[h, x] for h, x in old]),
-              "r": _json([[h, x] for h, x in new])}
-    if not old:
-        return driver_send(conn, "INSERT INTO watcher_cursors (chain, recent) "
-                                 "VALUES (%(c)s, CAST(%(r)s AS jsonb)) ON CONFLICT DO NOTHING",
-                           params)
-    return driver_send(conn, "UPDATE watcher_cursors SET recent = CAST(%(r)s AS jsonb), "
-                             "updated_at = now() WHERE chain = %(c)s "
-                             "AND recent = CAST(%(o)s AS jsonb)", params)
+    yet); if another step moved it since ``old`` was read, the statement fails with
+    ``CURSOR_MOVED`` (``watcher_cursor_swap``). Sent with ``driver_send`` (it may be queued in
+    a pipeline)."""
+    return driver_send(conn, "SELECT watcher_cursor_swap(%(c)s, CAST(%(o)s AS jsonb), "
+                             "CAST(%(r)s AS jsonb))",
+                       {"c": chain, "o": _json([[h, x] for h, x in old]),
+                        "r": _json([[h, x] for h, x in new])})
+
+
+#: The SQLSTATE of ``swap_cursor`` when the cursor moved (no_data_found).
+CURSOR_MOVED = "P0002"

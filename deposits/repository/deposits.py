@@ -126,6 +126,21 @@ def deposits_in_states(conn: Connection, chain: str, states: Sequence[str], *,
     return [_deposit(r) for r in rows]
 
 
+def deposits_waiting(conn: Connection, chain: str,
+                     limits: Mapping[str, int]) -> list[DepositRecord]:
+    """Deposits of ``chain`` in each state of ``limits``, oldest first and at most its limit
+    per state, in one statement."""
+    if not limits:
+        return []
+    parts = [f"(SELECT {_DEPOSIT_COLUMNS} FROM deposits WHERE chain = :c AND state = :s{i} "
+             f"ORDER BY id LIMIT :n{i})" for i in range(len(limits))]
+    params: dict[str, Any] = {"c": chain}
+    for i, (state, limit) in enumerate(limits.items()):
+        params[f"s{i}"], params[f"n{i}"] = state, limit
+    rows = conn.execute(sa.text(" UNION ALL ".join(parts)), params).all()
+    return [_deposit(r) for r in rows]
+
+
 def deposits_above(conn: Connection, chain: str, block_number: int,
                    states: Sequence[str]) -> list[DepositRecord]:
     """Deposits of ``chain`` in ``states`` whose block is above ``block_number``, locked."""
@@ -196,7 +211,8 @@ def reserve_ids(conn: Connection, deposits: int, events: int) -> tuple[list[int]
 
 
 def insert_with_history(conn: Connection, rows: str, events: str, *,
-                        credit_keys: Sequence[str], observed_at: datetime) -> DriverResult:
+                        credit_keys: Sequence[str], credit_fingerprints: Sequence[str],
+                        observed_at: datetime) -> DriverResult:
     """Insert new deposits already in the state their history leaves them in, and that history,
     in one statement: no row is written twice.
 
@@ -205,20 +221,24 @@ def insert_with_history(conn: Connection, rows: str, events: str, *,
     their ``events``). ``events``: the JSON array of their history rows, each with its reserved
     ``id`` (ascending in history order). A row or history row that names a credit by its place
     in ``credit_keys`` (``credit``, from 1) gets the ledger transaction stored under that
-    idempotency key, written earlier in the same transaction; every history row is observed at
-    ``observed_at``. What ``append_events`` writes for existing deposits, written for new ones
-    without the update. Sent with ``driver_send`` (it may be queued in a pipeline after the
-    post that writes those transactions); a deposit that exists already fails it (23505).
+    idempotency key with that place's fingerprint of ``credit_fingerprints`` (written earlier
+    in the same transaction; none when the ledger refused the credit or holds another request
+    under the key, and then ``deposits_posted_check`` fails the statement); every history row
+    is observed at ``observed_at``. What ``append_events`` writes for existing deposits, written
+    for new ones without the update. Sent with ``driver_send`` (it may be queued in a pipeline
+    after the post that writes those transactions); a deposit that exists already fails it
+    (23505).
     """
     return driver_send(conn, _INSERT_WITH_HISTORY_SQL, {
-        "j": rows, "e": events, "k": list(credit_keys), "at": observed_at})
+        "j": rows, "e": events, "k": list(credit_keys), "f": list(credit_fingerprints),
+        "at": observed_at})
 
 
 _INSERT_WITH_HISTORY_SQL = (
-    "WITH k AS MATERIALIZED (SELECT k.n, t.id FROM unnest(CAST(%(k)s AS text[])) "
-    "  WITH ORDINALITY AS k(key, n) "
+    "WITH k AS MATERIALIZED (SELECT k.n, t.id FROM unnest(CAST(%(k)s AS text[]), "
+    "  CAST(%(f)s AS text[])) WITH ORDINALITY AS k(key, fingerprint, n) "
     "  JOIN LATERAL (SELECT t.id FROM ledger_transactions t WHERE t.idempotency_key = k.key "
-    "  OFFSET 0) t ON true), "
+    "  AND t.fingerprint = k.fingerprint OFFSET 0) t ON true), "
     "d AS (INSERT INTO deposits (id, chain, tx_hash, position, token, "
     "  from_address, to_address, value, tx_from, tx_nonce, user_id, asset_code, "
     "  amount_minor, booking, booking_reason, state, block_number, block_hash, "

@@ -170,15 +170,16 @@ def prepare(entries: Sequence[Entry], metadata: Sequence[str]) -> PreparedPost:
 
 
 def send_prepared(conn: Connection, prepared: PreparedPost,
-                  effective_at: datetime) -> DriverResult:
+                  effective_at: datetime) -> tuple[DriverResult, list[str]]:
     """Send the ``ledger_post_arrays`` call of the prepared entries, every one effective at
     ``effective_at`` (in a ``config.database.driver_pipeline`` block, queued with the
-    statements around it); :func:`prepared_results` reads its verdicts."""
+    statements around it); :func:`prepared_results` reads its verdicts. With the entries'
+    fingerprints."""
+    fingerprints = [fingerprint_at(tail, effective_at) for tail in prepared.tails]
     params = list(prepared.params)
-    params[_FINGERPRINTS] = "{" + ",".join(
-        fingerprint_at(tail, effective_at) for tail in prepared.tails) + "}"
+    params[_FINGERPRINTS] = "{" + ",".join(fingerprints) + "}"
     params[_EFFECTIVE] = _time_array([effective_at] * len(prepared.tails))
-    return driver_send(conn, _POST_SQL, tuple(params))
+    return driver_send(conn, _POST_SQL, tuple(params)), fingerprints
 
 
 def prepared_results(sent: DriverResult, prepared: PreparedPost) -> list[tuple[str, int | None]]:

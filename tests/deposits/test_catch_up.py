@@ -14,6 +14,7 @@ from chains.errors import RpcUnavailable
 from chains.rpc import RpcCall, RpcClient
 from config.uow import UnitOfWork
 from deposits.attestors import Attestation, Verdict
+from deposits.errors import CursorMoved
 from deposits.repository import DepositRecord
 from deposits.watcher import Watcher
 from ledger.integrity import verify
@@ -195,3 +196,40 @@ def test_an_attestor_that_fails_does_not_stop_the_scan(rig: Rig) -> None:
     assert rig.wallet("alice", "USDC") == 7_000_000
     assert [h.event for h in _history(rig, tx)] == [
         "transfer_included", "finality_reached", "attested_for_user"]
+
+
+def test_two_watchers_taking_turns_never_overwrite_each_others_cursor(rig: Rig) -> None:
+    # Each watcher remembers the cursor its last step wrote and does not read it again; when
+    # another process stepped in between, its write is refused and its next step reads anew.
+    rig.chain_options["scan_blocks_max"] = 4
+    txs = []
+    for i in range(6):
+        txs.append(rig.node.transact(rig.tokens.usdc, "transfer",
+                                     [rig.user(f"u{i}"), 1_000_000 + i], ALICE))
+        rig.node.mine(3)
+    rig.node.mine(6)  # every deposit final at first sight: the planned path
+    first, second = rig.watcher(), rig.watcher()
+    moved = 0
+    for turn in range(40):
+        watcher = first if turn % 2 == 0 else second
+        try:
+            report = watcher.step(now=NOW)
+        except CursorMoved:
+            moved += 1
+            continue
+        if report.caught_up and rig.deposit_postings() == len(txs):
+            break
+    assert moved >= 1  # a stale cursor was met, and refused
+    assert rig.deposit_postings() == len(txs)
+    for i, tx in enumerate(txs):
+        assert rig.deposits(tx) == {"log:0": "credited"}
+        assert rig.wallet(f"u{i}", "USDC") == 1_000_000 + i
+    with UnitOfWork(rig.engine) as uow:  # the cursor is one chain of blocks, ending at the head
+        cursor = uow.conn.execute(sa.text(
+            "SELECT recent FROM watcher_cursors WHERE chain = 'dev'")).scalar_one()
+    heights = [h for h, _ in cursor]
+    assert heights == list(range(heights[0], heights[-1] + 1))
+    assert heights[-1] == rig.node.head()
+    assert verify(rig.engine).ok
+    first.close()
+    second.close()

@@ -60,7 +60,7 @@ def test_existing_cases_join_the_table(empty_url: str) -> None:  # noqa: F811
         conn.execute(sa.text(
             "INSERT INTO deposits (id, chain, tx_hash, position, from_address, to_address, "
             " value, booking, state, last_event_id) VALUES (2, 'devnet', '0x' || "
-            " repeat('cd', 32), 'log:0', '0x01', '0x02', 5, 'user', 'credited', 2)"))
+            " repeat('cd', 32), 'log:0', '0x01', '0x02', 5, 'user', 'final', 2)"))
         new = conn.execute(sa.text(
             "INSERT INTO deposit_cases (kind, deposit_id, expected, observed) VALUES "
             "('deep_reorg', 2, '{}', '{}') RETURNING id, case_id")).one()

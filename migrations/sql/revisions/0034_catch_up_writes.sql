@@ -17,6 +17,12 @@
 --   meant writing a lock record per history row. Refusals stay SQLSTATE 23503.
 -- * deposit_events_key_idx goes: no query reads the history by deposit key (every read goes by
 --   deposit id, through deposit_events_deposit_idx), and it cost a wide entry per history row.
+-- * A deposit settled with money (credited, suspense, capital) names its ledger transaction
+--   (deposits_posted_check): what every writer did, now a rule the database holds. The watcher
+--   relies on it when it writes a planned scan in one round trip (deposits/scans.py): a credit
+--   the ledger refused leaves its deposit without a transaction, which this check refuses, so
+--   the whole transaction fails before its COMMIT. NOT VALID: rows written before are not
+--   read again (they were written so).
 -- * The pattern checks of the rows every credited deposit writes say the same with a length
 --   check instead of a counted repetition: '^0x[0-9a-f]{64}$' is '^0x[0-9a-f]+$' of length 66.
 --   PostgreSQL's regular expressions run a counted repetition about ten times slower (5.4 us
@@ -60,3 +66,7 @@ ALTER TABLE outbox_events ADD CONSTRAINT outbox_events_type_check
 ALTER TABLE ledger_transactions DROP CONSTRAINT ledger_transactions_fingerprint_check;
 ALTER TABLE ledger_transactions ADD CONSTRAINT ledger_transactions_fingerprint_check
   CHECK (fingerprint ~ '^[0-9a-f]+$' AND length(fingerprint) = 64);
+
+ALTER TABLE deposits ADD CONSTRAINT deposits_posted_check
+  CHECK (state NOT IN ('credited', 'suspense', 'capital') OR ledger_transaction_id IS NOT NULL)
+  NOT VALID;
