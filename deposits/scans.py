@@ -244,6 +244,7 @@ def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
     planned: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     to_credit: list[tuple[dict[str, Any], DepositEvent, str, dict[str, Any]]] = []
+    finals = 0
     for source, deposit_id in zip(rows, ids, strict=False):
         row = {**source, "id": deposit_id}
         planned.append(row)
@@ -261,10 +262,11 @@ def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
             canonical_hash=canonical.get(row["block_number"]))
         if not final:
             continue
-        row["state"] = move(S(row["state"]), E.FINALITY_REACHED)
+        row["state"] = move(row["state"], E.FINALITY_REACHED)
         row["confirmations"] = evidence.confirmations
         proof = evidence.to_json()
         events.append(_event(row, E.FINALITY_REACHED, rule=evidence.rule, evidence=proof))
+        finals += 1
         settling = _settling(chain, credits, row, internal)
         if settling is not None:
             assert credits is not None
@@ -275,7 +277,7 @@ def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
     entries: list[Entry] = []
     for row, event, rule, settled in to_credit:
         assert credits is not None
-        row["state"] = move(S(row["state"]), event)
+        row["state"] = move(row["state"], event)
         row["credit"] = len(entries) + 1
         events.append(_event(row, event, rule=rule, evidence=settled,
                              reason=row["booking_reason"], credit=row["credit"]))
@@ -295,23 +297,24 @@ def plan_new_deposits(chain: ChainConfig, rows: Sequence[Mapping[str, Any]],
     return NewDeposits(
         keys=tuple(_key(r) for r in rows), internal=internal, rows=_json(planned),
         events=_json(events), post=ledger.prepare_batch(entries) if entries else None,
-        finals=sum(1 for e in events if e["event"] == E.FINALITY_REACHED.value),
-        credited=len(entries), own_senders=any(
+        finals=finals, credited=len(entries), own_senders=any(
             r["from_address"] in own and r["address_kind"] == "deposit" for r in rows))
 
 
 class _Moves:
     """``model.transition`` for each (state, event) pair of a plan, asked once per pair (its
-    verdict depends on nothing else): every step of a new deposit goes through it."""
+    verdict depends on nothing else): every step of a new deposit goes through it. States are
+    their text, as rows hold them."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[DepositState | None, DepositEvent], str] = {}
+        self._seen: dict[tuple[str | None, DepositEvent], str] = {}
 
-    def __call__(self, state: DepositState | None, event: DepositEvent) -> str:
+    def __call__(self, state: str | None, event: DepositEvent) -> str:
         found = self._seen.get((state, event))
         if found is None:
             found = self._seen[(state, event)] = model.transition(
-                state, event, now=_NOT_WRITTEN).state.value
+                None if state is None else DepositState(state), event,
+                now=_NOT_WRITTEN).state.value
         return found
 
 
@@ -331,13 +334,23 @@ def _settling(chain: ChainConfig, credits: ScanCredits | None, row: Mapping[str,
     if (verdict is None or verdict.verdict is not Verdict.AGREED or key in internal
             or not creditable_at_scan(chain, row)):
         return None
-    return model.event_at_finality(Booking(row["booking"]), True)
+    return _SETTLING_AT_SCAN[row["booking"]]
+
+
+#: Each event's text (an enum member's ``value`` is a property: slow, per history row).
+_EVENT_TEXT = {e: e.value for e in DepositEvent}
+
+
+#: The event that settles an agreed deposit at scan, by its booking's text (only user and
+#: suspense bookings are settled at scan: ``creditable_at_scan``).
+_SETTLING_AT_SCAN = {b.value: model.event_at_finality(b, True)
+                     for b in (Booking.USER, Booking.SUSPENSE)}
 
 
 def _event(row: Mapping[str, Any], event: DepositEvent, **fields: Any) -> dict[str, Any]:
     """A history row of ``row`` after ``event`` (``row`` holds the state it leaves)."""
     return {"deposit_id": row["id"], "chain": row["chain"], "tx_hash": row["tx_hash"],
-            "position": row["position"], "event": event.value, "state": row["state"],
+            "position": row["position"], "event": _EVENT_TEXT[event], "state": row["state"],
             "block_number": row["block_number"], "block_hash": row["block_hash"],
             "confirmations": row["confirmations"], "ledger_transaction_id": None, **fields}
 
