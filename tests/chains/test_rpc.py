@@ -286,6 +286,8 @@ class Recorder:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, dict[str, str]]] = []
+        #: The JSON text of every answer's ``result``.
+        self.result = '"0x7"'
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -294,9 +296,10 @@ class Recorder:
 
                 calls = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 recorder.seen.append((self.path, dict(self.headers)))
-                answers = [{"jsonrpc": "2.0", "id": c["id"], "result": "0x7"}
+                answers = [f'{{"jsonrpc":"2.0","id":{c["id"]},"result":{recorder.result}}}'
                            for c in (calls if isinstance(calls, list) else [calls])]
-                answer = json.dumps(answers if isinstance(calls, list) else answers[0]).encode()
+                answer = ("[" + ",".join(answers) + "]" if isinstance(calls, list)
+                          else answers[0]).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
@@ -357,3 +360,16 @@ class TestTransport:
                 "http://excluded.invalid:8545/rpc", rpc_timeout_ms=500, retries_max=0) as client:
             client.block_number()  # not proxied: the name does not resolve
         assert len(recorder.seen) == 1
+
+    def test_integers_of_any_size_are_read_exactly(self, recorder: Recorder,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+        # A node's answer holding a raw JSON integer past 64 bits (quantities are hex strings,
+        # but a node or a proxy may not follow that): read as the exact int, never a float.
+        monkeypatch.delenv("HTTP_PROXY", raising=False)
+        monkeypatch.delenv("http_proxy", raising=False)
+        recorder.result = f'{{"value":{2**200 + 1},"small":7,"text":"0x1"}}'
+        with RpcClient(f"http://127.0.0.1:{recorder.port}", rpc_timeout_ms=2_000,
+                       retries_max=0) as client:
+            [answer] = client.batch_results([RpcCall("anything", [])])
+        assert answer == {"value": 2**200 + 1, "small": 7, "text": "0x1"}
+        assert type(answer["value"]) is int
