@@ -479,34 +479,44 @@ class PlanStale(Exception):
 UNIQUE_VIOLATION, CHECK_VIOLATION = "23505", "23514"
 
 
-def record_planned(uow: UnitOfWork, chain: ChainConfig, planned: NewDeposits,
-                   headers: Sequence[Any], *, cursor: Sequence[tuple[int, str]],
-                   now: datetime) -> tuple[int, int, int]:
-    """Record, and commit, a scan whose deposits are all new, as planned ahead: the plan's
-    credits, its deposits with their history, the cursor advanced over ``headers`` from
-    ``cursor`` (read before the transaction) and the COMMIT, sent in one pipeline: one round
-    trip. The database checks what the plan assumed as it writes, so that the COMMIT only
-    happens if it all holds: a deposit that exists fails the insert (its unique key), a credit
-    the ledger refused or took as a replay of another request leaves its deposit without its
-    transaction (``deposits_posted_check``), a cursor moved since ``cursor`` was read is not
-    replaced (``watcher_cursor_swap``). Those (a credit taken as another request's replay
-    being one written by another step from a plan of its own) and an own address among the
-    senders raise :class:`PlanStale` (the transaction is rolled back: record the scan with
-    ``record_scan_final``, which finds what exists); a credit the ledger refused raises its
-    error. Returns what
+#: A scan's plan and its headers, as ``record_planned`` takes them.
+PlannedScan = tuple[NewDeposits, Sequence[Any]]
+
+
+def record_planned(uow: UnitOfWork, chain: ChainConfig, scans: Sequence[PlannedScan], *,
+                   cursor: Sequence[tuple[int, str]], now: datetime) -> tuple[int, int, int]:
+    """Record, and commit, consecutive scans (each a plan and its headers, the first starting
+    on ``cursor``'s tip, read before the transaction) whose deposits are all new, as planned
+    ahead: each plan's credits and its deposits with their history, the cursor advanced over
+    every scan's headers, and the COMMIT, sent in one pipeline: one round trip, one commit
+    (several scans: a group commit). The database checks what the plans assumed as it
+    writes, so that the COMMIT only happens if it all holds: a deposit that exists fails the
+    insert (its unique key), a credit the ledger refused or took as a replay of another
+    request leaves its deposit without its transaction (``deposits_posted_check``), a cursor
+    moved since ``cursor`` was read is not replaced (``watcher_cursor_swap``). Those (a credit
+    taken as another request's replay being one written by another step from a plan of its
+    own) and an own address among the senders raise :class:`PlanStale` (the transaction is
+    rolled back: record the scans with ``record_scan_final``, which finds what exists); a
+    credit the ledger refused raises its error. Returns the sums of what
     ``record_scan_final`` returns, once committed."""
-    if planned.own_senders:
+    if any(planned.own_senders for planned, _ in scans):
         raise PlanStale("a deposit was sent from one of our own addresses")
-    advanced = cursor_after(chain, cursor, headers)
-    sent: ledger.PendingPost | None = None
+    advanced = list(cursor)
+    for _, headers in scans:
+        advanced = cursor_after(chain, advanced, headers)
+    sent: list[ledger.PendingPost] = []
+    results = []
     try:
         with driver_pipeline(uow.conn):
-            if planned.post is not None:
-                sent = ledger.send_prepared(uow, planned.post, effective_at=now)
-            results = [repo.insert_with_history(
-                uow.conn, planned.rows, planned.events, credit_keys=planned.credit_keys,
-                credit_fingerprints=sent.fingerprints if sent is not None else [],
-                observed_at=now)] if planned.count else []
+            for planned, _ in scans:
+                fingerprints: list[str] = []
+                if planned.post is not None:
+                    sent.append(ledger.send_prepared(uow, planned.post, effective_at=now))
+                    fingerprints = sent[-1].fingerprints
+                if planned.count:
+                    results.append(repo.insert_with_history(
+                        uow.conn, planned.rows, planned.events, credit_keys=planned.credit_keys,
+                        credit_fingerprints=fingerprints, observed_at=now))
             results.append(repo.swap_cursor(uow.conn, chain.name, cursor, advanced))
             # COMMIT as a statement of the pipeline (psycopg's commit() inside one would not
             # send the statements still buffered first); the unit of work then knows.
@@ -516,8 +526,8 @@ def record_planned(uow: UnitOfWork, chain: ChainConfig, planned: NewDeposits,
             raise CommitInDoubt(f"the connection was lost in the pipeline that held the "
                                 f"COMMIT ({exc.orig}): it may or may not have committed") from exc
         code = sqlstate(exc)
-        if code == CHECK_VIOLATION and sent is not None:
-            outcomes = sent.outcomes()
+        if code == CHECK_VIOLATION and sent:
+            outcomes = _outcomes_read(sent)
             if any(o.status == "conflict" for o in outcomes):
                 # Another step credited these deposits under other ids since this plan was
                 # made (a stale plan, not a bug): record_scan_final sees them and plans again.
@@ -531,6 +541,19 @@ def record_planned(uow: UnitOfWork, chain: ChainConfig, planned: NewDeposits,
     for result in results:
         result.close()
     uow.commit()  # Nothing left to send: the unit of work records the pipeline's COMMIT.
-    if sent is not None:
-        _check_posted(sent.outcomes())  # all posted or replayed (else nothing was committed)
-    return planned.count, planned.finals, planned.credited
+    for pending in sent:
+        _check_posted(pending.outcomes())  # all posted or replayed (else nothing committed)
+    return (sum(p.count for p, _ in scans), sum(p.finals for p, _ in scans),
+            sum(p.credited for p, _ in scans))
+
+
+def _outcomes_read(sent: Sequence[ledger.PendingPost]) -> list[ledger.BatchOutcome]:
+    """The verdicts of the posts a failed pipeline ran (those after the failing statement did
+    not run: reading them raises)."""
+    outcomes: list[ledger.BatchOutcome] = []
+    for pending in sent:
+        try:
+            outcomes += pending.outcomes()
+        except sa_exc.DBAPIError:
+            break
+    return outcomes

@@ -46,6 +46,7 @@ the deposit (the ledger replays, it never posts twice).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator
@@ -111,6 +112,9 @@ AHEAD_AGE_MAX_S = 10.0
 #: Included deposits a step brings forward, unconfirmed ones it checks for failure, at most.
 PROGRESS_MAX = 50_000
 FAILURES_MAX = 10_000
+#: Ranges written in one transaction at most, when the ranges behind the first are planned
+#: already (a group commit: bench/RESULTS.md, "Deposit catch-up").
+WRITE_GROUP_MAX = 2
 #: Ranges read and planned ahead of the one being written, at most (memory: a few ranges of
 #: ``scan_blocks_max`` blocks, whatever the backlog).
 READ_AHEAD_DEPTH = 2
@@ -143,6 +147,12 @@ class _Read:
     rows: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[repo.DepositRecord] = field(default_factory=list)
     attested: dict[repo.Key, Attestation] = field(default_factory=dict)
+
+
+def _groupable(fetched: _Fetched) -> bool:
+    """Whether a range read ahead can join a group write: planned, no reorg, blocks read."""
+    return (fetched.planned is not None and fetched.result is not None
+            and not fetched.result.reorg and bool(fetched.result.headers))
 
 
 def rpc_for(url: str, chain: ChainConfig) -> RpcClient:
@@ -182,6 +192,8 @@ class Watcher:
         # shared across threads.
         self._reader = ThreadPoolExecutor(max_workers=1,
                                           thread_name_prefix=f"scan-{self.chain.name}")
+        self._checker = ThreadPoolExecutor(max_workers=1,
+                                           thread_name_prefix=f"attest-{self.chain.name}")
         self._planner = ThreadPoolExecutor(max_workers=1,
                                            thread_name_prefix=f"plan-{self.chain.name}")
         self._ahead_rpc = rpc_for(self.rpc.url, self.chain)
@@ -201,6 +213,7 @@ class Watcher:
         """Stop the read-ahead and settle threads and close the node client they own."""
         self._stop_ahead()
         self._reader.shutdown(wait=True, cancel_futures=True)
+        self._checker.shutdown(wait=True, cancel_futures=True)
         self._planner.shutdown(wait=True, cancel_futures=True)
         self._pool_settle.shutdown(wait=True)
         self._ahead_rpc.close()
@@ -286,50 +299,81 @@ class Watcher:
             return
         if not result.headers:
             return
-        report.scanned_from, report.scanned_to = result.headers[0].number, result.headers[-1].number
-        report.cursor_block = report.scanned_to
         last = result.headers[-1]
         if last.number >= head:
             self._stop_ahead()
         elif self._ahead is None or not self._ahead.active:
-            # Catching up: the next ranges are read and planned while this one is written.
-            self._stop_ahead()
-            self._ahead = ReadAhead(
-                Stages(lambda tip: self._read_range(self._ahead_rpc, tip), self._plan_range),
-                (last.number, last.hash), reader=self._reader, planner=self._planner,
-                depth=READ_AHEAD_DEPTH, max_age_s=AHEAD_AGE_MAX_S)
-        finality = scans.ScanFinality(self.policy, head, fetched.heads[1])
-        # The accounts of the credits were opened when they were planned (``_fetch``).
-        credits = scans.ScanCredits(fetched.attested, self.accounts) if fetched.attested \
-            else None
-        report.new_deposits, report.finals, credited = self._record(
-            fetched, cursor, finality, credits, now)
+            self._read_ahead_from((last.number, last.hash))
+        # Catching up, the ranges already planned behind this one are written with it, in
+        # one transaction (a group commit: the step's lock, writes and commit once for all).
+        group = [fetched]
+        while self._ahead is not None and len(group) < WRITE_GROUP_MAX:
+            following = self._ahead.take_ready((last.number, last.hash), _groupable)
+            if following is None:
+                break
+            group.append(following)
+            assert following.result is not None
+            last = following.result.headers[-1]
+        report.head_block = group[-1].heads[0]
+        report.scanned_from, report.scanned_to = result.headers[0].number, last.number
+        report.cursor_block = report.scanned_to
+        report.new_deposits, report.finals, credited = self._record(group, cursor, now)
         report.credited += credited
 
-    def _record(self, fetched: _Fetched, cursor: list[tuple[int, str]],
-                finality: scans.ScanFinality, credits: scans.ScanCredits | None,
+    def _record(self, group: list[_Fetched], cursor: list[tuple[int, str]],
                 now: datetime) -> tuple[int, int, int]:
-        """Record a scan in one transaction: its plan as it is, in one pipeline, if what the
-        plan assumed holds (``scans.record_planned``), else ``scans.record_scan_final``."""
-        result, planned = fetched.result, fetched.planned
-        assert result is not None
-        if planned is not None:
+        """Record consecutive scans (the first on the cursor's tip) and commit: as planned, all
+        in one pipeline, if what the plans assumed holds (``scans.record_planned``), else each
+        with ``scans.record_scan_final`` in a transaction of its own."""
+        if all(f.planned is not None for f in group):
+            planned = [(f.planned, f.result.headers) for f in group
+                       if f.planned is not None and f.result is not None]
             try:
                 counts = run_in_transaction(self.engine, lambda uow: scans.record_planned(
-                    uow, self.chain, planned, result.headers, cursor=cursor, now=now))
+                    uow, self.chain, planned, cursor=cursor, now=now))
             except scans.PlanStale as stale:
-                log.info("%s: %s; recording the scan again", self.chain.name, stale)
+                log.info("%s: %s; recording the scans again", self.chain.name, stale)
             else:
-                self._cursor = scans.cursor_after(self.chain, cursor, result.headers)
+                for _, headers in planned:
+                    cursor = scans.cursor_after(self.chain, cursor, headers)
+                self._cursor = cursor
                 return counts
+        totals = (0, 0, 0)
+        for fetched in group:
+            counts = self._record_one(fetched, now)
+            totals = (totals[0] + counts[0], totals[1] + counts[1], totals[2] + counts[2])
+        return totals
+
+    def _record_one(self, fetched: _Fetched, now: datetime) -> tuple[int, int, int]:
+        """``scans.record_scan_final`` of one scan, in a transaction of its own."""
+        result = fetched.result
+        assert result is not None
+        finality = scans.ScanFinality(self.policy, fetched.heads[0], fetched.heads[1])
+        # The accounts of the credits were opened when they were planned (_plan_range).
+        credits = scans.ScanCredits(fetched.attested, self.accounts) if fetched.attested \
+            else None
         return run_in_transaction(self.engine, lambda uow: scans.record_scan_final(
             uow, self.config, self.chain, result.headers, result.observations, result.users,
             head_block=fetched.heads[0], finality=finality, now=now, credits=credits,
-            planned=planned))
+            planned=fetched.planned))
 
     def _fetch(self, rpc: RpcClient, tip: tuple[int, str] | None) -> _Fetched:
-        """Read and plan the range above ``tip`` on the step's own thread."""
-        return self._plan_range(self._read_range(rpc, tip)[0])
+        """Read, attest and plan the range above ``tip`` on the step's own thread; if the
+        head is further, the ranges after it are read ahead from then on."""
+        read, following = self._read_range(rpc, tip)
+        if following is not None:
+            self._read_ahead_from(following)
+        return self._plan_range(self._attest_range(read))
+
+    def _read_ahead_from(self, tip: tuple[int, str]) -> None:
+        """Catching up: read, attest and plan the ranges above ``tip`` while the step writes
+        the ones below (``deposits.readahead``)."""
+        self._stop_ahead()
+        self._ahead = ReadAhead(
+            Stages(lambda tip: self._read_range(self._ahead_rpc, tip), self._plan_range,
+                   self._attest_range),
+            tip, reader=self._reader, planner=self._planner, checker=self._checker,
+            depth=READ_AHEAD_DEPTH, max_age_s=AHEAD_AGE_MAX_S)
 
     def _read_range(self, rpc: RpcClient, tip: tuple[int, str] | None
                     ) -> tuple[_Read, tuple[int, str] | None]:
@@ -373,16 +417,27 @@ class Watcher:
         rows = scans.new_rows(self.config, self.chain, result.observations, result.users,
                               head_block=heads[0], internal=internal)
         candidates = scans.credit_candidates(self.chain, rows, final_height=final)
-        return _Read(heads, result, internal, rows, candidates,
-                     self._attest_candidates(candidates)), following
+        return _Read(heads, result, internal, rows, candidates), following
+
+    def _attest_range(self, read: _Read) -> _Read:
+        """``read`` with the custody record's verdicts on the deposits the scan's transaction
+        may credit (the checker's stage when reading ahead)."""
+        if not read.candidates:
+            return read
+        return dataclasses.replace(read, attested=self._attest_candidates(read.candidates))
 
     def _plan_range(self, read: _Read) -> _Fetched:
         """Plan what the scan's transaction writes for a range's deposits, outside it (on the
         planner thread when reading ahead): their accounts opened, ids reserved,
         ``scans.plan_new_deposits``; the transaction checks the plan and uses it."""
         result = read.result
-        if result is None or result.reorg or not result.observations:
+        if result is None or result.reorg:
             return _Fetched(read.heads, result)
+        finality = scans.ScanFinality(self.policy, read.heads[0], read.heads[1])
+        if not result.observations:  # Blocks without deposits: the plan moves the cursor.
+            return _Fetched(read.heads, result, planned=scans.plan_new_deposits(
+                self.chain, [], [], [], headers=result.headers, finality=finality,
+                credits=None, internal=frozenset()))
         credits = None
         if read.attested:
             self._ensure_accounts(service.accounts_needed(self.chain, read.candidates))
@@ -391,8 +446,7 @@ class Watcher:
         ids, event_ids = self._read(lambda uow: repo.reserve_ids(
             uow.conn, count, scans.EVENTS_PER_NEW_DEPOSIT * count))
         planned = scans.plan_new_deposits(
-            self.chain, read.rows, ids, event_ids, headers=result.headers,
-            finality=scans.ScanFinality(self.policy, read.heads[0], read.heads[1]),
+            self.chain, read.rows, ids, event_ids, headers=result.headers, finality=finality,
             credits=credits, internal=read.internal)
         return _Fetched(read.heads, result, read.attested, planned)
 

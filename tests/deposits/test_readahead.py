@@ -129,3 +129,60 @@ def test_stopping_drops_what_waits_and_reads_no_further(pools: tuple[
     time.sleep(0.3)
     assert len(chain.reads) <= read_then + 1  # at most the range being read finishes
     assert not reading.active
+
+
+def test_a_check_stage_runs_in_order_on_its_own_thread(pools: tuple[
+        ThreadPoolExecutor, ThreadPoolExecutor]) -> None:
+    import threading
+
+    chain = Chain(head=35)
+    checked: list[tuple[int, str]] = []
+
+    def check(read: tuple[int, int]) -> tuple[int, int]:
+        checked.append((read[0], threading.current_thread().name))
+        if read[0] == 21:
+            raise RuntimeError("the custody record is down")
+        return read
+
+    with ThreadPoolExecutor(1, thread_name_prefix="test-check") as checker:
+        reading = ReadAhead(Stages(chain.read, chain.plan, check), (0, "h0"), reader=pools[0],
+                            planner=pools[1], checker=checker, depth=2, max_age_s=10.0)
+        assert reading.take((0, "h0"), timeout_s=5) == "planned 1..10"
+        assert reading.take((10, "h10"), timeout_s=5) == "planned 11..20"
+        with pytest.raises(RuntimeError, match="custody record is down"):
+            reading.take((20, "h20"), timeout_s=5)
+        reading.stop()
+    starts = [start for start, _ in checked]
+    assert starts[:3] == [1, 11, 21] and starts == sorted(starts)  # in order (the reader may
+    # have read one more before the failure was taken)
+    assert {name.split("_")[0] for _, name in checked} == {"test-check"}
+
+
+def test_take_ready_hands_over_only_a_range_planned_already(pools: tuple[
+        ThreadPoolExecutor, ThreadPoolExecutor]) -> None:
+    import threading
+
+    chain = Chain(head=100)
+    gate = threading.Event()
+
+    def plan(read: tuple[int, int]) -> str:
+        if read[0] > 1:
+            gate.wait(10)
+        return chain.plan(read)
+
+    reading = ReadAhead(Stages(chain.read, plan), (0, "h0"), reader=pools[0], planner=pools[1],
+                        depth=2, max_age_s=10.0)
+    assert reading.take((0, "h0"), timeout_s=5) == "planned 1..10"
+    eventually(lambda: len(chain.reads) >= 2)
+    # The next range is read but not planned: not handed over, and no wait.
+    started = time.monotonic()
+    assert reading.take_ready((10, "h10"), lambda planned: True) is None
+    assert time.monotonic() - started < 1
+    gate.set()
+    eventually(lambda: reading.take_ready((10, "h10"), lambda planned: True) is not None)
+    # A range refused as unusable stays for the next take.
+    eventually(lambda: len(chain.reads) >= 3)
+    time.sleep(0.2)
+    assert reading.take_ready((20, "h20"), lambda planned: False) is None
+    assert reading.take((20, "h20"), timeout_s=5) == "planned 21..30"
+    reading.stop()

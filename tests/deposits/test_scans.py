@@ -229,7 +229,7 @@ class TestRecordPlanned:
         accounts = service.AccountCache()
         planned = _plan_ahead(engine, accounts)
         with UnitOfWork(engine) as uow:
-            counts = scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[], now=NOW)
+            counts = scans.record_planned(uow, CHAIN, [(planned, HEADERS)], cursor=[], now=NOW)
             uow.commit()
         assert counts == (5, 3, 1)
         written = _written(engine)
@@ -250,7 +250,7 @@ class TestRecordPlanned:
             uow.commit()
         before = _written(engine)
         with pytest.raises(scans.PlanStale, match="exists"), UnitOfWork(engine) as uow:
-            scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[], now=NOW)
+            scans.record_planned(uow, CHAIN, [(planned, HEADERS)], cursor=[], now=NOW)
         assert _written(engine) == before
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM ledger_transactions")).scalar() \
@@ -266,7 +266,7 @@ class TestRecordPlanned:
             repo.save_cursor(uow.conn, CHAIN.name, [(9, HEADERS[0].parent_hash)])
             uow.commit()
         with pytest.raises(scans.PlanStale, match="cursor"), UnitOfWork(engine) as uow:
-            scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[], now=NOW)
+            scans.record_planned(uow, CHAIN, [(planned, HEADERS)], cursor=[], now=NOW)
         assert _written(engine) == []
         assert _cursor(engine) == [(9, HEADERS[0].parent_hash)]
 
@@ -281,6 +281,6 @@ class TestRecordPlanned:
             ledger_service.close_period(uow, closed_until, closed_by="test")
             uow.commit()
         with pytest.raises(PeriodClosed), UnitOfWork(engine) as uow:
-            scans.record_planned(uow, CHAIN, planned, HEADERS, cursor=[],
+            scans.record_planned(uow, CHAIN, [(planned, HEADERS)], cursor=[],
                                  now=closed_until - timedelta(days=1))
         assert _written(engine) == [] and _cursor(engine) == []
