@@ -222,7 +222,7 @@ def _naive_credit(engine: Any, config: ChainsConfig, accounts: service.AccountCa
             "from_address": DEV_ACCOUNTS[0], "to_address": "0x0", "value": str(value),
             "tx_from": None, "tx_nonce": None, "user_id": user, "asset_code": "USDC",
             "amount_minor": str(value), "booking": "user", "booking_reason": None,
-            "state": "credited", "block_number": block["number"],
+            "state": "included", "block_number": block["number"],
             "block_hash": block["hash"].to_0x_hex(), "confirmations": None}])
         posted = ledger.post(uow, Entry(
             idempotency_key=f"deposit:{key[0]}:{key[1]}:{key[2]}", kind="deposit",
