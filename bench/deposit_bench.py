@@ -2,15 +2,16 @@
 
 Run ``python -m bench.deposit_bench --help``. One run:
 
-1. starts its own anvil and fills ``--blocks`` blocks; each block holds one ``batchTransfer``
+1. creates a fresh migrated database (embedded server under ``var/bench-deposits`` unless
+   ``--database-url`` is given) and assigns ``--users`` deposit addresses (xpub source);
+2. starts its own anvil and fills ``--blocks`` blocks; each block holds one ``batchTransfer``
    transaction with ``--ours-per-block`` transfers to our deposit addresses and as many to
    other addresses (so 10,000 blocks hold 10,000 deposits and 10,000 foreign transfers);
-2. creates a fresh migrated database (embedded server under ``var/bench-deposits`` unless
-   ``--database-url`` is given) and assigns ``--users`` deposit addresses (xpub source);
 3. measures the watcher (``deposits.watcher.Watcher``) catching up from block 0 with rule
    ``finalized`` (every block is long final): batched ``eth_getBlockReceipts`` scans, internal
-   calls read as ``--trace`` says, node-receipt attestation on the prefetch thread, and each
-   range's history rows and ``ledger.service.post_batch`` credits in the scan's transaction;
+   calls read as ``--trace`` says, node-receipt attestation and the plan of each range's
+   writes made ahead (``deposits.readahead``), and each range's history rows and ledger
+   credits (``ledger.service.send_prepared``) in the scan's transaction;
    reported as blocks/s and deposits/s into the history and into the ledger (end to end: the
    clock stops when every deposit is credited), with the peak RSS of this process and the CPU
    seconds this process, PostgreSQL and anvil used meanwhile;

@@ -14,11 +14,16 @@ custody record's verdicts, the internal transfers among them, their ledger accou
 reserved from the sequences: :func:`plan_new_deposits` decides it from those and returns a
 :class:`NewDeposits`, the statements' arguments ready but for the time of the step (``now``:
 the history's ``observed_at`` and the credits' effective time), which the transaction fills
-in. The watcher plans outside the transaction; catching up, on its prefetch thread while the
-previous range's transaction runs. The transaction re-reads under lock what the plan assumed
-(that none of its deposits exists, and which of them are internal transfers) and plans again
-when that changed; a plan whose ids are never written leaves gaps in the sequences, nothing
-else. Every state change still goes through ``model.transition``.
+in. The watcher plans outside the transaction; catching up, on its planner thread
+(``deposits.readahead``) while the ranges below are written. :func:`record_planned` writes
+plans as they are, in one pipeline with the cursor's compare-and-set and the COMMIT, and the
+database refuses what a plan assumed wrongly (a deposit that exists, a credit another step
+wrote, a cursor that moved): :class:`PlanStale`, and :func:`record_scan_final` records the
+scan instead, re-reading under lock what the plan assumed (that none of its deposits exists,
+and which of them are internal transfers) and planning again when that changed. A plan with
+a transfer sent from one of our own addresses always takes that way. A plan whose ids are
+never written leaves gaps in the sequences, nothing else. Every state change still goes
+through ``model.transition``.
 """
 
 from __future__ import annotations

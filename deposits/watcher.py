@@ -14,10 +14,12 @@ and runs these phases; node calls always happen between database transactions, n
    attestor is asked right after the scan, outside any transaction), its credit too: a
    catch-up credits each range in the transaction that records it. What that transaction
    writes for the new deposits is planned right after the attestation, outside it
-   (``deposits.scans``: rows, history, ledger entries, ids reserved); the transaction checks
-   under lock that the plan still holds (none of its deposits exists) and plans again if
-   not. A token or internal transfer in a block already final under the strictest rule is
-   taken from its receipt (no transaction read, no nonce: such a deposit can no longer fail).
+   (``deposits.scans``: rows, history, ledger entries, ids reserved) and sent as planned
+   with the cursor's compare-and-set and the COMMIT in one round trip; if the database
+   refuses what the plan assumed (a deposit that exists, a credit written by another step, a
+   moved cursor) the scan is recorded again, checking under lock and planning again. A token
+   or internal transfer in a block already final under the strictest rule is taken from its
+   receipt (no transaction read, no nonce: such a deposit can no longer fail).
 2. progress: confirmations and finality of included deposits, each under the rule its
    amount selects (the chain's rule, or a stricter one of ``finality_by_amount``).
 3. failures: an unconfirmed deposit whose sender's nonce was consumed at a height final under
@@ -28,12 +30,15 @@ and runs these phases; node calls always happen between database transactions, n
    transaction) and credited (``ledger.service.post_batch``, up to 500 deposits per call)
    with their history rows in one transaction.
 
-Catching up (a step that did not reach the head), two things overlap: the next range is read
-from the node, attested and planned on a prefetch thread while this one is written, so that the
-step's own thread mostly waits on its transaction (the prefetched range is used only if
-the next step starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``), and the next
-step settles the deposits this one left final on a settle thread while it scans. Both threads
-finish inside the step's chain lock; a step that reaches the head settles at its end as
+Catching up (a step that did not reach the head), two things overlap: the ranges above the one
+being written are read from the node, attested and planned ahead (``deposits.readahead``: a
+reader, a checker and a planner thread, at most ``READ_AHEAD_DEPTH`` ranges waiting), so that
+the step's own thread mostly waits on its transaction (a range read ahead is used only if the
+step starts from the tip it was read from, within ``AHEAD_AGE_MAX_S``; up to
+``WRITE_GROUP_MAX`` ranges already planned are written in one transaction), and the next
+step settles the deposits this one left final on a settle thread while it scans. The settle
+thread finishes inside the step's chain lock, and nothing read ahead is written but by a
+step holding it; a step that reaches the head stops reading ahead and settles at its end as
 before, so a following watcher credits in the step that sees finality. While catching up, a
 report's ``credited`` counts the deposits its scan credited and those the previous step left
 final.
@@ -182,8 +187,8 @@ class Watcher:
                 attestor = NodeReceiptAttestor(rpc_for(url, self.chain), self.policy,
                                                trace_method=self.chain.trace_method)
         self.attestor = attestor
-        # The prefetch thread attests what it read while the settle thread may attest too: an
-        # attestor (its node client) serves one thread at a time.
+        # The checker thread attests what was read ahead while the settle thread may attest
+        # too: an attestor (its node client) serves one thread at a time.
         self._attest_lock = threading.Lock()
         self.accounts = service.AccountCache()
         self.settle_batch_max = settle_batch_max

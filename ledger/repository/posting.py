@@ -147,7 +147,7 @@ class PreparedPost:
     each entry's :func:`~ledger.model.fingerprint_tail`. :func:`post_prepared` completes it
     for one effective time shared by every entry; building the rest (key, metadata, lines,
     fingerprint forms) is most of the client's work for a batch, and a caller can do it
-    ahead, outside its transaction (the deposit watcher, on its prefetch thread)."""
+    ahead, outside its transaction (the deposit watcher, on its planner thread)."""
 
     entries: tuple[Entry, ...]
     params: tuple[str | None, ...]
