@@ -24,7 +24,34 @@ from devtools.anvil import DEV_ACCOUNTS, AnvilNode, Contract, free_port
 pytestmark = pytest.mark.anvil
 
 
-class FlakyProxy:
+def _answer(handler: BaseHTTPRequestHandler, body: bytes) -> None:
+    """Send ``body`` as a 200 JSON answer."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class _Server:
+    """A local HTTP server on a free port, serving ``handler`` on a thread of its own."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+class FlakyProxy(_Server):
     """An HTTP proxy to ``upstream`` that answers its first ``fail_first`` requests with
     ``status`` (or drops the connection when ``status`` is None), then forwards."""
 
@@ -51,27 +78,12 @@ class FlakyProxy:
                 request = urllib.request.Request(
                     proxy.upstream, data=body, headers={"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=5) as upstream_answer:
-                    answer = upstream_answer.read()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                    _answer(self, upstream_answer.read())
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        self._serve(Handler)
 
 
 @pytest.fixture
@@ -280,7 +292,7 @@ class TestFailures:
             client.get_block_receipts([0])
 
 
-class Recorder:
+class Recorder(_Server):
     """An HTTP server answering every JSON-RPC call with the result ``0x7``, recording
     each request's target (a proxy receives the absolute URL) and headers."""
 
@@ -298,27 +310,13 @@ class Recorder:
                 recorder.seen.append((self.path, dict(self.headers)))
                 answers = [f'{{"jsonrpc":"2.0","id":{c["id"]},"result":{recorder.result}}}'
                            for c in (calls if isinstance(calls, list) else [calls])]
-                answer = ("[" + ",".join(answers) + "]" if isinstance(calls, list)
-                          else answers[0]).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                _answer(self, ("[" + ",".join(answers) + "]" if isinstance(calls, list)
+                               else answers[0]).encode())
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        self._serve(Handler)
 
 
 @pytest.fixture
